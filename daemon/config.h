@@ -1,0 +1,90 @@
+/*
+ * config.h - sluiced.conf: defaults, INI parsing (inih), validation.
+ *
+ * With no file the daemon runs as a single node with the defaults below.
+ * A file is parsed completely; the first bad section, key or value stops
+ * the load with one message "FILE:LINE: [section] key: what is wrong
+ * (allowed: ...)".
+ *
+ * Keys (defaults in brackets):
+ *   [daemon]    node = NAME [hostname]; runtime_dir = PATH [/run/sluice];
+ *               log_level = error|warn|info|debug [info]
+ *   [transport] kind = tcp|auto [tcp]  (verbs arrives with its issue);
+ *               listen = HOST:PORT [none: single node];
+ *               eager_max = BYTES, 0..1048576 [65536]
+ *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
+ *               max_queues = N, 1..65536 [1024]
+ *   [peers]     NAME = HOST:PORT, one line per other node
+ * BYTES accept a K, M or G suffix (powers of 1024).
+ */
+#ifndef SLD_CONFIG_H
+#define SLD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_NAME_MAX 64	/* node names, including the NUL */
+#define CONFIG_HOST_MAX 256
+#define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
+#define CONFIG_PEERS_MAX 256
+
+enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2 };
+
+struct peer_conf {
+	char name[CONFIG_NAME_MAX];
+	uint32_t node_id;	/* sl_node_id(name) */
+	char host[CONFIG_HOST_MAX];
+	uint16_t port;
+};
+
+struct config {
+	/* [daemon] */
+	char node_name[CONFIG_NAME_MAX];
+	uint32_t node_id;	/* sl_node_id(node_name) */
+	char runtime_dir[CONFIG_PATH_MAX];
+	int log_level;		/* enum log_level */
+	/* [transport] */
+	enum xport_kind transport;
+	bool listen_set;
+	char listen_host[CONFIG_HOST_MAX];
+	uint16_t listen_port;
+	uint32_t eager_max;	/* bytes */
+	/* [limits] */
+	uint64_t arena_bytes;	/* bytes per queue */
+	uint32_t max_queues;	/* per daemon */
+	/* [peers] */
+	struct peer_conf peers[CONFIG_PEERS_MAX];
+	size_t n_peers;
+};
+
+/*
+ * config_defaults - fill @c with the defaults (node name = hostname).
+ * Returns 0, or -errno if the hostname cannot be read.
+ */
+int config_defaults(struct config *c);
+
+/*
+ * config_load - read @path over the values already in @c.
+ * On error writes one line to @err (at most @errlen bytes, NUL-terminated)
+ * and returns -ENOENT/-EACCES (cannot open), or -EINVAL (bad content).
+ * After the file: checks peers against each other and the local node
+ * (duplicate names, a peer named like the local node, node-id collisions,
+ * peers without listen) and reports those as "FILE: ..." with -EINVAL.
+ */
+int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * config_parse_hostport - split "HOST:PORT" ("[v6]:PORT" too) into @host
+ * (at most @hostlen bytes with the NUL) and @port (1..65535).
+ * Returns 0 or -EINVAL.
+ */
+int config_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port);
+
+/*
+ * config_parse_bytes - parse a byte count with optional K/M/G suffix within
+ * [min, max].  Returns 0 or -EINVAL (syntax) / -ERANGE (out of range).
+ */
+int config_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif

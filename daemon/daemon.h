@@ -1,0 +1,86 @@
+/*
+ * daemon.h - the state of one sluiced: one libev loop, its sessions,
+ * queues, port table, links and counters.
+ *
+ * Progress model (io_uring SQPOLL, spin-then-block): while any queue had
+ * work recently an ev_idle watcher keeps the loop polling rings; after
+ * spin_ns with nothing to do the daemon sets NEED_WAKEUP on every SQ,
+ * re-checks them, and sleeps in epoll until a doorbell eventfd, a socket
+ * or a timer fires.
+ */
+#ifndef SLD_DAEMON_H
+#define SLD_DAEMON_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+#include <ev.h>
+
+#include "config.h"
+#include "xport/xport.h"
+
+struct queue;
+struct session;
+struct link;
+
+#define SLD_PORTS 65536u
+#define SLD_SOCKET_NAME "sluiced.sock"
+
+struct daemon_counters {
+	uint64_t sqes;			/* descriptors accepted */
+	uint64_t cqes;			/* completions written */
+	uint64_t invalid;		/* SL_ERR_INVALID completions */
+	uint64_t no_endpoint;		/* SL_ERR_NO_ENDPOINT completions */
+	uint64_t local_msgs;		/* intra-node deliveries */
+	uint64_t remote_msgs_rx;	/* messages received from links */
+	uint64_t unexpected;		/* messages that arrived before a receive */
+	uint64_t wakeups_tx;		/* eventfd writes to clients */
+	uint64_t sleeps;		/* times the progress engine went idle */
+	uint64_t ring_errors;		/* corrupt ring indices seen */
+};
+
+struct daemon {
+	struct ev_loop *loop;
+	struct config cfg;
+	const char *config_path;	/* NULL: built-in defaults */
+	uint64_t incarnation;		/* start id, changes on every start */
+	ev_tstamp started;
+
+	int ctl_fd;
+	ev_io ctl_w;
+	char ctl_path[CONFIG_PATH_MAX + 32];
+
+	TAILQ_HEAD(, session) sessions;
+	TAILQ_HEAD(, queue) queues;	/* every live queue, drain order */
+	struct queue **ports;		/* SLD_PORTS entries: bound queue or NULL */
+	uint32_t n_queues;
+	uint32_t next_queue_id;
+	uint32_t next_ephemeral;
+
+	/* Queues whose CQ got entries this pass and may need a wake-up. */
+	TAILQ_HEAD(, queue) cq_dirty;
+
+	ev_idle progress_w;
+	ev_tstamp last_work;		/* ev_now() of the last pass with work */
+	double spin_s;			/* busy-poll window, seconds */
+
+	struct xport *xp;
+	struct link **links;
+	size_t n_links;
+
+	ev_signal sigterm_w, sigint_w, sighup_w;
+	struct daemon_counters ctr;
+};
+
+/* Set up the progress engine (progress.c). */
+void daemon_progress_init(struct daemon *d);
+
+/* Make sure the progress engine runs soon (a doorbell or frame arrived). */
+void daemon_kick(struct daemon *d);
+
+/* Run one progress pass over every queue and link; returns units of work. */
+unsigned daemon_progress(struct daemon *d);
+
+/* Write client wake-ups for queues whose CQ got entries. */
+void daemon_flush_cq_wakeups(struct daemon *d);
+
+#endif

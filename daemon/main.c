@@ -1,0 +1,268 @@
+/*
+ * main.c - sluiced: configuration, setup and teardown around the loop.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "link.h"
+#include "log.h"
+#include "queue.h"
+#include "session.h"
+
+#define SPIN_US_DEFAULT 50
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sluiced [OPTION]...\n"
+		"The sluice node communication daemon.\n\n"
+		"  -c, --config FILE        read FILE (INI; see sluiced.conf(5))\n"
+		"      --node NAME          node name (overrides [daemon] node)\n"
+		"      --runtime-dir DIR    control socket directory ([daemon] runtime_dir)\n"
+		"      --listen HOST:PORT   accept links from peers ([transport] listen)\n"
+		"      --peer NAME=HOST:PORT  add a peer node (repeatable)\n"
+		"      --log-level LEVEL    error, warn, info or debug\n"
+		"      --spin-us N          busy-poll window before sleeping, microseconds\n"
+		"                           (default %d)\n"
+		"  -h, --help               show this help\n"
+		"  -V, --version            show the version\n", SPIN_US_DEFAULT);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	log_info("signal %d: shutting down", w->signum);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static int add_peer(struct config *c, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	struct peer_conf *p;
+	size_t n;
+
+	if (!eq || c->n_peers >= CONFIG_PEERS_MAX)
+		return -EINVAL;
+	n = (size_t)(eq - arg);
+	if (n == 0 || n >= CONFIG_NAME_MAX)
+		return -EINVAL;
+	p = &c->peers[c->n_peers];
+	memcpy(p->name, arg, n);
+	p->name[n] = '\0';
+	if (config_parse_hostport(eq + 1, p->host, sizeof(p->host), &p->port))
+		return -EINVAL;
+	p->node_id = sl_node_id(p->name);
+	c->n_peers++;
+	return 0;
+}
+
+enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN };
+
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "node", required_argument, NULL, OPT_NODE },
+		{ "runtime-dir", required_argument, NULL, OPT_RUNDIR },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "peer", required_argument, NULL, OPT_PEER },
+		{ "log-level", required_argument, NULL, OPT_LOGLEVEL },
+		{ "spin-us", required_argument, NULL, OPT_SPIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct config *c = &d->cfg;
+	char err[512];
+	int opt, rc, lvl;
+	long spin;
+	char *end;
+
+	/* The file first, so that options override it. */
+	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1;) {
+		if (opt == 'c')
+			d->config_path = optarg;
+		else if (opt == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (opt == 'V') {
+			printf("sluiced %s\n", PACKAGE_VERSION);
+			exit(0);
+		} else if (opt == '?') {
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (d->config_path) {
+		rc = config_load(c, d->config_path, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return rc;
+		}
+	}
+	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1;) {
+		switch (opt) {
+		case OPT_NODE:
+			if (strlen(optarg) == 0 || strlen(optarg) >= CONFIG_NAME_MAX) {
+				fprintf(stderr, "sluiced: --node: 1..%d characters\n",
+					CONFIG_NAME_MAX - 1);
+				return -EINVAL;
+			}
+			strcpy(c->node_name, optarg);
+			c->node_id = sl_node_id(c->node_name);
+			break;
+		case OPT_RUNDIR:
+			if (optarg[0] != '/' || strlen(optarg) >= CONFIG_PATH_MAX) {
+				fprintf(stderr, "sluiced: --runtime-dir: an absolute path "
+					"shorter than %d bytes\n", CONFIG_PATH_MAX);
+				return -EINVAL;
+			}
+			strcpy(c->runtime_dir, optarg);
+			break;
+		case OPT_LISTEN:
+			if (config_parse_hostport(optarg, c->listen_host,
+						  sizeof(c->listen_host), &c->listen_port)) {
+				fprintf(stderr, "sluiced: --listen: HOST:PORT expected\n");
+				return -EINVAL;
+			}
+			c->listen_set = true;
+			break;
+		case OPT_PEER:
+			if (add_peer(c, optarg)) {
+				fprintf(stderr, "sluiced: --peer: NAME=HOST:PORT expected\n");
+				return -EINVAL;
+			}
+			break;
+		case OPT_LOGLEVEL:
+			lvl = log_level_parse(optarg);
+			if (lvl < 0) {
+				fprintf(stderr, "sluiced: --log-level: error, warn, info or debug\n");
+				return -EINVAL;
+			}
+			c->log_level = lvl;
+			break;
+		case OPT_SPIN:
+			errno = 0;
+			spin = strtol(optarg, &end, 10);
+			if (errno || *end || spin < 0 || spin > 1000000) {
+				fprintf(stderr, "sluiced: --spin-us: 0..1000000\n");
+				return -EINVAL;
+			}
+			d->spin_s = (double)spin / 1e6;
+			break;
+		default:
+			break;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sluiced: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (c->n_peers && !c->listen_set) {
+		fprintf(stderr, "sluiced: peers given but no listen address\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void daemon_teardown(struct daemon *d)
+{
+	struct session *s;
+
+	session_close_listener(d);
+	while ((s = TAILQ_FIRST(&d->sessions)))
+		session_destroy(s);
+	if (d->xp) {
+		link_teardown_all(d);
+		d->xp->ops->destroy(d->xp);
+		d->xp = NULL;
+	}
+	free(d->ports);
+	d->ports = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon dm;
+	struct daemon *d = &dm;
+	int rc;
+
+	d->ctl_fd = -1;
+	d->spin_s = SPIN_US_DEFAULT / 1e6;
+	TAILQ_INIT(&d->sessions);
+	TAILQ_INIT(&d->queues);
+	TAILQ_INIT(&d->cq_dirty);
+	rc = config_defaults(&d->cfg);
+	if (rc) {
+		fprintf(stderr, "sluiced: defaults: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (parse_args(d, argc, argv))
+		return 2;
+	log_set_level(d->cfg.log_level);
+	if (getrandom(&d->incarnation, sizeof(d->incarnation), 0) != sizeof(d->incarnation)) {
+		log_err("getrandom: %m");
+		return 1;
+	}
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		log_err("SIGPIPE: %m");
+		return 1;
+	}
+	d->loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d->loop) {
+		log_err("libev: no event loop");
+		return 1;
+	}
+	d->started = ev_now(d->loop);
+	d->ports = calloc(SLD_PORTS, sizeof(*d->ports));
+	if (!d->ports) {
+		log_err("out of memory");
+		return 1;
+	}
+	rc = session_listen(d);
+	if (rc)
+		goto out;
+	d->xp = xport_tcp_create(d->loop, &link_upcalls, d, 1024);
+	if (!d->xp) {
+		rc = -errno;
+		log_err("tcp transport: %m");
+		goto out;
+	}
+	if (d->cfg.listen_set) {
+		rc = d->xp->ops->listen(d->xp, d->cfg.listen_host, d->cfg.listen_port);
+		if (rc) {
+			log_err("listen on %s:%u: %s", d->cfg.listen_host, d->cfg.listen_port,
+				strerror(-rc));
+			goto out;
+		}
+	}
+	rc = link_setup_all(d);
+	if (rc) {
+		log_err("links: %s", strerror(-rc));
+		goto out;
+	}
+	ev_signal_init(&d->sigterm_w, stop_cb, SIGTERM);
+	ev_signal_init(&d->sigint_w, stop_cb, SIGINT);
+	ev_signal_start(d->loop, &d->sigterm_w);
+	ev_signal_start(d->loop, &d->sigint_w);
+	daemon_progress_init(d);
+	log_info("node %s (%08x) ready: socket %s, transport %s%s%s, eager_max %u",
+		 d->cfg.node_name, d->cfg.node_id, d->ctl_path, d->xp->ops->name,
+		 d->cfg.listen_set ? ", listening on " : "",
+		 d->cfg.listen_set ? d->cfg.listen_host : "", d->cfg.eager_max);
+	ev_run(d->loop, 0);
+	rc = 0;
+out:
+	daemon_teardown(d);
+	log_info("stopped");
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * match.c - tag matching for one endpoint; see match.h.
+ */
+#include "match.h"
+
+void match_init(struct match_queues *mq)
+{
+	TAILQ_INIT(&mq->posted);
+	TAILQ_INIT(&mq->unexpected);
+	mq->n_posted = 0;
+	mq->n_unexpected = 0;
+	mq->unexpected_bytes = 0;
+}
+
+bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
+{
+	if (r->src.node != SL_NODE_ANY && r->src.node != src.node)
+		return false;
+	if (r->src.port != SL_PORT_ANY && r->src.port != src.port)
+		return false;
+	return ((tag ^ r->tag) & r->tag_mask) == 0;
+}
+
+struct match_msg *match_post_recv(struct match_queues *mq, struct match_recv *r)
+{
+	struct match_msg *m;
+
+	TAILQ_FOREACH(m, &mq->unexpected, link) {
+		if (match_accepts(r, m->src, m->tag)) {
+			TAILQ_REMOVE(&mq->unexpected, m, link);
+			mq->n_unexpected--;
+			mq->unexpected_bytes -= m->len;
+			return m;
+		}
+	}
+	TAILQ_INSERT_TAIL(&mq->posted, r, link);
+	mq->n_posted++;
+	return NULL;
+}
+
+struct match_recv *match_arrival(struct match_queues *mq, sl_addr_t src, uint64_t tag)
+{
+	struct match_recv *r;
+
+	TAILQ_FOREACH(r, &mq->posted, link) {
+		if (match_accepts(r, src, tag)) {
+			TAILQ_REMOVE(&mq->posted, r, link);
+			mq->n_posted--;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+void match_add_unexpected(struct match_queues *mq, struct match_msg *m)
+{
+	TAILQ_INSERT_TAIL(&mq->unexpected, m, link);
+	mq->n_unexpected++;
+	mq->unexpected_bytes += m->len;
+}
+
+struct match_recv *match_pop_recv(struct match_queues *mq)
+{
+	struct match_recv *r = TAILQ_FIRST(&mq->posted);
+
+	if (r) {
+		TAILQ_REMOVE(&mq->posted, r, link);
+		mq->n_posted--;
+	}
+	return r;
+}
+
+struct match_msg *match_pop_unexpected(struct match_queues *mq)
+{
+	struct match_msg *m = TAILQ_FIRST(&mq->unexpected);
+
+	if (m) {
+		TAILQ_REMOVE(&mq->unexpected, m, link);
+		mq->n_unexpected--;
+		mq->unexpected_bytes -= m->len;
+	}
+	return m;
+}

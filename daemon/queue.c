@@ -1,0 +1,309 @@
+/*
+ * queue.c - client queues: the shared segment, ring draining, completions
+ * and doorbells.  See queue.h.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "engine.h"
+#include "log.h"
+#include "queue.h"
+#include "session.h"
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+
+static void sq_doorbell_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct queue *q = w->data;
+	uint64_t v;
+
+	(void)loop;
+	(void)revents;
+	/* The count does not matter, only that the client rang. */
+	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("queue %u: doorbell read: %m", q->id);
+	daemon_kick(q->d);
+}
+
+static int port_bind(struct daemon *d, struct queue *q, uint32_t port, uid_t uid)
+{
+	uint32_t i, span = SL_PORT_EPHEMERAL_MAX - SL_PORT_EPHEMERAL_MIN + 1;
+
+	if (port == 0) {
+		for (i = 0; i < span; i++) {
+			uint32_t p = SL_PORT_EPHEMERAL_MIN +
+				     (d->next_ephemeral + i) % span;
+
+			if (!d->ports[p]) {
+				d->next_ephemeral = (p - SL_PORT_EPHEMERAL_MIN + 1) % span;
+				port = p;
+				break;
+			}
+		}
+		if (port == 0)
+			return -EADDRNOTAVAIL;
+	} else if (port >= SLD_PORTS) {
+		return -EINVAL;
+	} else if (port < SL_PORT_PRIVILEGED && uid != 0) {
+		return -EACCES;
+	} else if (d->ports[port]) {
+		return -EADDRINUSE;
+	}
+	d->ports[port] = q;
+	q->port = port;
+	return 0;
+}
+
+/* Lay out and fill the segment; returns 0 or -errno. */
+static int segment_create(struct daemon *d, struct queue *q, uint32_t sq_n, uint32_t cq_n)
+{
+	uint64_t sq_ctl = ALIGN_UP(sizeof(struct sl_shm_hdr), SL_RING_SEPARATION);
+	uint64_t cq_ctl = sq_ctl + sizeof(struct sl_ring_ctl);
+	uint64_t sqes = cq_ctl + sizeof(struct sl_ring_ctl);
+	uint64_t cqes = sqes + (uint64_t)sq_n * sizeof(struct sl_sqe);
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t arena = ALIGN_UP(cqes + (uint64_t)cq_n * sizeof(struct sl_cqe),
+				  page > 0 ? (uint64_t)page : 4096);
+	uint64_t size = arena + d->cfg.arena_bytes;
+	struct sl_shm_hdr *h;
+	int rc;
+
+	q->memfd = memfd_create("sluice-queue", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (q->memfd < 0)
+		return -errno;
+	if (ftruncate(q->memfd, (off_t)size) < 0)
+		return -errno;
+	/* The client must not be able to shrink the segment under us
+	 * (SIGBUS in the daemon) nor grow it. */
+	if (fcntl(q->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	q->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, q->memfd, 0);
+	if (q->base == MAP_FAILED) {
+		q->base = NULL;
+		return -errno;
+	}
+	q->seg_size = size;
+	h = (struct sl_shm_hdr *)q->base;
+	h->magic = SL_SHM_MAGIC;
+	h->abi_version = SL_SHM_ABI_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->creator_pid = (uint32_t)getpid();
+	h->seg_size = size;
+	h->sq_off = (struct sl_ring_offsets){
+		.head = sq_ctl + offsetof(struct sl_ring_ctl, head),
+		.tail = sq_ctl + offsetof(struct sl_ring_ctl, tail),
+		.flags = sq_ctl + offsetof(struct sl_ring_ctl, flags),
+		.entries = sqes, .ring_entries = sq_n,
+		.entry_size = sizeof(struct sl_sqe) };
+	h->cq_off = (struct sl_ring_offsets){
+		.head = cq_ctl + offsetof(struct sl_ring_ctl, head),
+		.tail = cq_ctl + offsetof(struct sl_ring_ctl, tail),
+		.flags = cq_ctl + offsetof(struct sl_ring_ctl, flags),
+		.entries = cqes, .ring_entries = cq_n,
+		.entry_size = sizeof(struct sl_cqe) };
+	h->arena_off = arena;
+	h->arena_size = d->cfg.arena_bytes;
+	h->node = d->cfg.node_id;
+	h->port = q->port;
+	h->eager_max = d->cfg.eager_max;
+	((struct sl_ring_ctl *)(q->base + sq_ctl))->owner_pid = (uint32_t)getpid();
+
+	rc = sl_ring_init(&q->sq, q->base, size, &h->sq_off, sizeof(struct sl_sqe), false);
+	if (rc == 0)
+		rc = sl_ring_init(&q->cq, q->base, size, &h->cq_off, sizeof(struct sl_cqe), true);
+	q->arena = q->base + arena;
+	q->arena_size = d->cfg.arena_bytes;
+	q->cq_cap = cq_n;
+	return rc;
+}
+
+static void queue_destroy(struct queue *q)
+{
+	if (q->base)
+		munmap(q->base, q->seg_size);
+	if (q->memfd >= 0)
+		close(q->memfd);
+	if (q->sq_efd >= 0)
+		close(q->sq_efd);
+	if (q->cq_efd >= 0)
+		close(q->cq_efd);
+	free(q);
+}
+
+int queue_create(struct daemon *d, struct session *s, uint32_t port,
+		 uint32_t depth, struct queue **q_p)
+{
+	struct queue *q;
+	uint32_t sq_n = 1;
+	int rc;
+
+	if (depth == 0 || depth > SL_QUEUE_DEPTH_MAX)
+		return -EINVAL;
+	if (d->n_queues >= d->cfg.max_queues)
+		return -EMFILE;
+	while (sq_n < depth)
+		sq_n <<= 1;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->d = d;
+	q->memfd = q->sq_efd = q->cq_efd = -1;
+	q->refs = 1;
+	q->uid = s->uid;
+	match_init(&q->mq);
+
+	rc = port_bind(d, q, port, s->uid);
+	if (rc)
+		goto err_free;
+	rc = segment_create(d, q, sq_n, sq_n * SL_CQ_PER_SQ);
+	if (rc)
+		goto err_unbind;
+	q->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->sq_efd < 0 || q->cq_efd < 0) {
+		rc = -errno;
+		goto err_unbind;
+	}
+	q->id = ++d->next_queue_id;
+	q->owner = s;
+	ev_io_init(&q->sq_w, sq_doorbell_cb, q->sq_efd, EV_READ);
+	q->sq_w.data = q;
+	ev_io_start(d->loop, &q->sq_w);
+	TAILQ_INSERT_TAIL(&d->queues, q, all);
+	d->n_queues++;
+	/* The new SQ has no NEED_WAKEUP yet, so its client will not ring:
+	 * the engine must poll it until it goes to sleep properly. */
+	daemon_kick(d);
+	*q_p = q;
+	return 0;
+
+err_unbind:
+	d->ports[q->port] = NULL;
+err_free:
+	queue_destroy(q);
+	return rc;
+}
+
+void queue_get(struct queue *q)
+{
+	q->refs++;
+}
+
+void queue_put(struct queue *q)
+{
+	if (--q->refs == 0)
+		queue_destroy(q);
+}
+
+void queue_kill(struct queue *q)
+{
+	struct daemon *d = q->d;
+	struct match_recv *r;
+	struct match_msg *m;
+
+	if (q->dead)
+		return;
+	q->dead = true;
+	q->owner = NULL;
+	ev_io_stop(d->loop, &q->sq_w);
+	if (d->ports[q->port] == q)
+		d->ports[q->port] = NULL;
+	TAILQ_REMOVE(&d->queues, q, all);
+	d->n_queues--;
+	if (q->in_dirty) {
+		TAILQ_REMOVE(&d->cq_dirty, q, dirty);
+		q->in_dirty = false;
+	}
+	/* Nobody will read these completions: drop the receives quietly. */
+	while ((r = match_pop_recv(&q->mq))) {
+		q->in_flight--;
+		free(r);
+	}
+	while ((m = match_pop_unexpected(&q->mq)))
+		free(m);
+	queue_put(q);
+}
+
+void queue_complete(struct queue *q, const struct sl_cqe *cqe)
+{
+	struct daemon *d = q->d;
+
+	q->in_flight--;
+	d->ctr.cqes++;
+	if (q->dead)
+		return;
+	memcpy(sl_ring_prod_slot(&q->cq, 0), cqe, sizeof(*cqe));
+	sl_ring_prod_commit(&q->cq, 1);
+	q->cqes++;
+	if (!q->in_dirty) {
+		q->in_dirty = true;
+		TAILQ_INSERT_TAIL(&d->cq_dirty, q, dirty);
+	}
+}
+
+int queue_drain(struct queue *q, unsigned budget)
+{
+	struct daemon *d = q->d;
+	int64_t avail = sl_ring_cons_avail(&q->sq);
+	unsigned taken = 0;
+
+	if (avail < 0)
+		return -EPROTO;
+	while (taken < avail && taken < budget && !q->dead) {
+		struct sl_sqe sqe;
+		int64_t space = sl_ring_prod_space(&q->cq, q->in_flight + 1);
+
+		if (space < 0)
+			return -EPROTO;
+		/* Exactly-one-completion: accept only with a CQ slot held. */
+		if (space < (int64_t)q->in_flight + 1)
+			break;
+		/* Copy first: the client may rewrite the slot meanwhile. */
+		memcpy(&sqe, sl_ring_cons_slot(&q->sq, taken), sizeof(sqe));
+		taken++;
+		q->in_flight++;
+		q->sqes++;
+		d->ctr.sqes++;
+		if (engine_validate(q, &sqe) != SL_OK) {
+			d->ctr.invalid++;
+			engine_complete(q, sqe.opcode, sqe.peer, sqe.tag, sqe.len,
+					sqe.user_ctx, SL_ERR_INVALID);
+			continue;
+		}
+		engine_submit(q, &sqe);
+	}
+	if (taken && !q->dead)
+		sl_ring_cons_release(&q->sq, taken);
+	return (int)taken;
+}
+
+bool queue_prepare_sleep(struct queue *q)
+{
+	int64_t avail = sl_ring_cons_prepare_sleep(&q->sq);
+
+	if (avail != 0) {
+		sl_ring_cons_wake(&q->sq);
+		return true;
+	}
+	q->sleeping = true;
+	return false;
+}
+
+void queue_wake_client(struct queue *q)
+{
+	uint64_t one = 1;
+
+	if (q->dead || !sl_ring_prod_needs_wakeup(&q->cq))
+		return;
+	if (write(q->cq_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("queue %u: wake-up write: %m", q->id);
+	q->d->ctr.wakeups_tx++;
+}

@@ -1,0 +1,276 @@
+/*
+ * session.c - the control socket: accept clients, answer HELLO,
+ * QUEUE_OPEN (passing the memfd and doorbells with SCM_RIGHTS) and
+ * QUEUE_CLOSE, and release everything when a client goes.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "queue.h"
+#include "session.h"
+
+static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
+		      const int *fds, unsigned nfds)
+{
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)rep, .iov_len = sizeof(*rep) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	/* Replies are small and the client waits for each: a full socket
+	 * means a client that does not read; drop it rather than block. */
+	if (sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return -errno;
+	return 0;
+}
+
+static void handle_queue_open(struct session *s, const struct sl_ctl_req *req,
+			      struct sl_ctl_rep *rep)
+{
+	struct queue *q;
+	int rc, fds[3];
+
+	if (req->queue_id || req->rsvd[0] || req->rsvd[1] || req->rsvd[2] ||
+	    req->rsvd[3] || req->rsvd[4]) {
+		rep->error = EINVAL;
+		return;
+	}
+	rc = queue_create(s->d, s, req->port, req->depth, &q);
+	if (rc) {
+		rep->error = -rc;
+		return;
+	}
+	rep->node = s->d->cfg.node_id;
+	rep->queue_id = q->id;
+	rep->port = q->port;
+	rep->seg_size = q->seg_size;
+	fds[0] = q->memfd;
+	fds[1] = q->sq_efd;
+	fds[2] = q->cq_efd;
+	rc = send_reply(s, rep, fds, 3);
+	if (rc) {
+		log_warn("client pid %d: queue reply: %s", (int)s->pid, strerror(-rc));
+		queue_kill(q);
+		rep->error = -1;	/* already answered (or failed to) */
+		return;
+	}
+	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
+	s->n_queues++;
+	log_debug("client pid %d: queue %u on port %u", (int)s->pid, q->id, q->port);
+	rep->error = -1;
+}
+
+static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
+			       struct sl_ctl_rep *rep)
+{
+	struct queue *q;
+
+	TAILQ_FOREACH(q, &s->queues, by_session)
+		if (q->id == req->queue_id)
+			break;
+	if (!q) {
+		rep->error = ENOENT;
+		return;
+	}
+	TAILQ_REMOVE(&s->queues, q, by_session);
+	s->n_queues--;
+	queue_kill(q);
+}
+
+/* Returns 0, or -errno when the session must be dropped. */
+static int handle_request(struct session *s)
+{
+	struct sl_ctl_req req;
+	struct sl_ctl_rep rep;
+	ssize_t n = recv(s->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
+
+	if (n < 0)
+		return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	if ((size_t)n != sizeof(req) || req.hdr.version != SL_CTL_VERSION)
+		return -EPROTO;
+	memset(&rep, 0, sizeof(rep));
+	rep.hdr = req.hdr;
+	switch (req.hdr.op) {
+	case SL_CTL_HELLO:
+		rep.node = s->d->cfg.node_id;
+		rep.incarnation = s->d->incarnation;
+		rep.abi_version = SL_SHM_ABI_VERSION;
+		break;
+	case SL_CTL_QUEUE_OPEN:
+		handle_queue_open(s, &req, &rep);
+		break;
+	case SL_CTL_QUEUE_CLOSE:
+		handle_queue_close(s, &req, &rep);
+		break;
+	default:
+		rep.error = EOPNOTSUPP;
+		break;
+	}
+	if (rep.error == -1)
+		return 0;
+	return send_reply(s, &rep, NULL, 0);
+}
+
+static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct session *s = w->data;
+	int rc;
+
+	(void)loop;
+	(void)revents;
+	rc = handle_request(s);
+	if (rc) {
+		if (rc != -ECONNRESET)
+			log_info("client pid %d: dropped: %s", (int)s->pid, strerror(-rc));
+		session_destroy(s);
+	}
+}
+
+void session_destroy(struct session *s)
+{
+	struct queue *q;
+
+	while ((q = TAILQ_FIRST(&s->queues))) {
+		TAILQ_REMOVE(&s->queues, q, by_session);
+		queue_kill(q);
+	}
+	ev_io_stop(s->d->loop, &s->w);
+	if (close(s->fd) < 0)
+		log_warn("client pid %d: close: %m", (int)s->pid);
+	TAILQ_REMOVE(&s->d->sessions, s, link);
+	log_debug("client pid %d: gone", (int)s->pid);
+	free(s);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct daemon *d = w->data;
+	int i;
+
+	(void)loop;
+	(void)revents;
+	for (i = 0; i < 16; i++) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct session *s;
+		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("control socket: accept: %m");
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			log_warn("control socket: SO_PEERCRED: %m");
+			close(fd);
+			continue;
+		}
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			log_warn("control socket: out of memory for a client");
+			close(fd);
+			continue;
+		}
+		s->d = d;
+		s->fd = fd;
+		s->pid = cred.pid;
+		s->uid = cred.uid;
+		s->gid = cred.gid;
+		TAILQ_INIT(&s->queues);
+		ev_io_init(&s->w, session_cb, fd, EV_READ);
+		s->w.data = s;
+		ev_io_start(d->loop, &s->w);
+		TAILQ_INSERT_TAIL(&d->sessions, s, link);
+		log_debug("client pid %d uid %d connected", (int)cred.pid, (int)cred.uid);
+	}
+}
+
+/* Is a live daemon answering on @path? */
+static bool socket_alive(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool alive;
+
+	if (fd < 0)
+		return false;
+	alive = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
+	close(fd);
+	return alive;
+}
+
+int session_listen(struct daemon *d)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	if (mkdir(d->cfg.runtime_dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		log_err("runtime directory %s: %m", d->cfg.runtime_dir);
+		return rc;
+	}
+	snprintf(d->ctl_path, sizeof(d->ctl_path), "%s/%s", d->cfg.runtime_dir,
+		 SLD_SOCKET_NAME);
+	if (strlen(d->ctl_path) >= sizeof(sun.sun_path)) {
+		log_err("%s: path too long for a UNIX socket", d->ctl_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, d->ctl_path);
+	if (socket_alive(&sun)) {
+		log_err("%s: another sluiced is running there", d->ctl_path);
+		return -EADDRINUSE;
+	}
+	if (unlink(d->ctl_path) < 0 && errno != ENOENT)
+		log_warn("%s: unlink stale socket: %m", d->ctl_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(d->ctl_path, 0660) < 0 || listen(fd, 128) < 0) {
+		rc = -errno;
+		log_err("%s: %m", d->ctl_path);
+		close(fd);
+		return rc;
+	}
+	d->ctl_fd = fd;
+	ev_io_init(&d->ctl_w, accept_cb, fd, EV_READ);
+	d->ctl_w.data = d;
+	ev_io_start(d->loop, &d->ctl_w);
+	return 0;
+}
+
+void session_close_listener(struct daemon *d)
+{
+	if (d->ctl_fd < 0)
+		return;
+	ev_io_stop(d->loop, &d->ctl_w);
+	close(d->ctl_fd);
+	d->ctl_fd = -1;
+	if (unlink(d->ctl_path) < 0 && errno != ENOENT)
+		log_warn("%s: unlink: %m", d->ctl_path);
+}

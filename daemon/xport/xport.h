@@ -1,0 +1,99 @@
+/*
+ * xport.h - the verbs-shaped transport interface under the links.
+ *
+ * A transport moves whole frames (sl_wire.h) over connections with RC
+ * semantics: frames arrive in order, once, or the connection breaks.  The
+ * shape follows ibverbs so that the tcp and verbs implementations sit
+ * behind one const ops table chosen at setup time (rdma-core's provider
+ * ops, libfabric's per-provider dispatch):
+ *   - post_send() queues one frame (header + one payload segment) on a
+ *     bounded send queue and returns -ENOMEM when it is full, like
+ *     ibv_post_send(); nothing is written until flush() (batching: many
+ *     frames of many clients leave in one writev()).
+ *   - Each posted frame gets exactly one send completion, with a status:
+ *     0 when its bytes have left the daemon, or -ECONNRESET when the
+ *     connection broke first (flush error, like IBV_WC_WR_FLUSH_ERR).
+ *   - Received frames are handed up whole and already validated by
+ *     sl_wire_decode_hdr(); the payload pointer is valid only during the
+ *     upcall.
+ *   - Send completions are reported before received frames are handed up.
+ *   - After closed() the connection object is gone.
+ *
+ * Ownership: the link layer owns each conn's ctx pointer; the transport
+ * owns the conn.  All calls happen on the daemon's loop thread.
+ */
+#ifndef SLD_XPORT_H
+#define SLD_XPORT_H
+
+#include <stdint.h>
+#include <ev.h>
+
+#include "sl_wire.h"
+
+struct xport;
+struct xport_conn;
+
+struct xport_upcalls {
+	/* An outbound connect finished; @err is 0 or -errno (then the conn
+	 * is gone after this call). */
+	void (*connected)(struct xport_conn *c, void *ctx, int err);
+	/* A new inbound connection; its ctx is NULL until set. */
+	void (*accepted)(struct xport *x, struct xport_conn *c);
+	/* One per posted frame, in posting order. */
+	void (*send_done)(struct xport_conn *c, void *ctx, uint64_t wr_id, int status);
+	/* One received frame; return 0, or -EPROTO to break the connection. */
+	int (*recv)(struct xport *x, struct xport_conn *c, void *ctx,
+		    const struct sl_wire_frame *f, const uint8_t *payload);
+	/* The connection broke or was closed by the peer; every posted frame
+	 * has already had its send completion.  The conn is freed after. */
+	void (*closed)(struct xport_conn *c, void *ctx, int err);
+};
+
+struct xport_send_wr {
+	uint64_t wr_id;
+	const void *hdr;	/* encoded header; copied at post time */
+	uint32_t hdr_len;	/* bytes, <= SL_WIRE_HDR_MAX */
+	const void *payload;	/* must stay valid until send_done */
+	uint32_t payload_len;	/* bytes */
+};
+
+struct xport_ops {
+	const char *name;
+	/* Listen on host:port.  Returns 0 or -errno. */
+	int (*listen)(struct xport *x, const char *host, uint16_t port);
+	/* Start a connect; completion through upcalls->connected.
+	 * Returns 0 or -errno (then no upcall follows). */
+	int (*connect)(struct xport *x, const char *host, uint16_t port, void *ctx,
+		       struct xport_conn **c_p);
+	/* Queue a frame.  Returns 0, -ENOMEM when the SQ is full, -EINVAL
+	 * for a bad wr, -ENOTCONN when the conn is broken. */
+	int (*post_send)(struct xport_conn *c, const struct xport_send_wr *wr);
+	/* Write what was posted, without blocking.  Completions follow. */
+	void (*flush)(struct xport_conn *c);
+	/* Free slots in the SQ. */
+	uint32_t (*sq_space)(const struct xport_conn *c);
+	void (*set_ctx)(struct xport_conn *c, void *ctx);
+	/* Break the connection now; posted frames complete with an error,
+	 * then closed() is called. */
+	void (*close)(struct xport_conn *c, int err);
+	/* Peer address as text, for logs. */
+	const char *(*peer_name)(const struct xport_conn *c);
+	void (*destroy)(struct xport *x);
+};
+
+struct xport {
+	const struct xport_ops *ops;
+	struct ev_loop *loop;
+	const struct xport_upcalls *up;
+	void *ctx;		/* the daemon */
+	uint32_t sq_depth;	/* frames per connection SQ */
+};
+
+/*
+ * xport_tcp_create - the tcp transport: verbs semantics over TCP sockets.
+ * Returns a transport or NULL (errno set).
+ */
+struct xport *xport_tcp_create(struct ev_loop *loop, const struct xport_upcalls *up,
+			       void *ctx, uint32_t sq_depth);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * client.h - libsluice internals shared by context.c and queue.c.
+ */
+#ifndef SL_CLIENT_H
+#define SL_CLIENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "arena.h"
+#include "sl_ring.h"
+#include "sl_shm.h"
+#include "sluice.h"
+
+#define SL_EXPORT __attribute__((visibility("default")))
+
+struct sl_ctx {
+	int fd;			/* control socket */
+	pthread_mutex_t lock;	/* serialises control transactions */
+	uint32_t seq;
+	uint32_t node;
+	uint64_t incarnation;
+	LIST_HEAD(, sl_queue) queues;
+};
+
+struct sl_queue {
+	struct sl_ctx *ctx;
+	LIST_ENTRY(sl_queue) link;
+	uint32_t id;
+	sl_addr_t addr;
+	uint8_t *base;		/* our mapping of the segment */
+	uint64_t seg_size;
+	uint8_t *arena_base;
+	uint64_t arena_size;
+	uint32_t eager_max;
+	struct sl_ring sq;	/* we produce */
+	struct sl_ring cq;	/* we consume */
+	int sq_efd;		/* we write to wake the daemon */
+	int cq_efd;		/* the daemon writes to wake us */
+	struct arena arena;
+};
+
+/*
+ * ctl_call - one request/reply on the control socket, under ctx->lock.
+ * Receives up to @max_fds fds into @fds (*nfds set).  Returns 0 or -errno
+ * (transport errors; the reply's own error field is left to the caller).
+ */
+int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
+	     int *fds, unsigned max_fds, unsigned *nfds);
+
+#endif

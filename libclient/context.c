@@ -1,0 +1,142 @@
+/*
+ * context.c - the connection to the local daemon (control socket).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+
+int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
+	     int *fds, unsigned max_fds, unsigned *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = rep, .iov_len = sizeof(*rep) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int rc = 0;
+
+	*nfds = 0;
+	pthread_mutex_lock(&ctx->lock);
+	req->hdr.version = SL_CTL_VERSION;
+	req->hdr.seq = ++ctx->seq;
+	if (send(ctx->fd, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+		rc = errno == EPIPE ? -ECONNRESET : -errno;
+		goto out;
+	}
+	do {
+		n = recvmsg(ctx->fd, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		rc = -errno;
+		goto out;
+	}
+	/* Take ownership of every fd that came, even on a bad reply, so that
+	 * none leaks. */
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			unsigned i, k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			int fd;
+
+			for (i = 0; i < k; i++) {
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+				if (*nfds < max_fds)
+					fds[(*nfds)++] = fd;
+				else
+					close(fd);
+			}
+		}
+	}
+	if (n == 0)
+		rc = -ECONNRESET;
+	else if ((size_t)n != sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+		 rep->hdr.seq != req->hdr.seq || rep->hdr.op != req->hdr.op)
+		rc = -EPROTO;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		while (*nfds)
+			close(fds[--*nfds]);
+	}
+	return rc;
+}
+
+SL_EXPORT int sl_open(const char *path, struct sl_ctx **ctx_p)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sl_ctl_req req = { .hdr.op = SL_CTL_HELLO };
+	struct sl_ctl_rep rep;
+	struct sl_ctx *ctx;
+	unsigned nfds;
+	int rc;
+
+	if (!path)
+		path = getenv("SLUICE_SOCKET");
+	if (!path || !*path)
+		path = SL_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	LIST_INIT(&ctx->queues);
+	ctx->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ctx->fd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	if (connect(ctx->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		rc = -errno;
+		goto err_close;
+	}
+	rc = ctl_call(ctx, &req, &rep, NULL, 0, &nfds);
+	if (rc)
+		goto err_close;
+	if (rep.error) {
+		rc = -rep.error;
+		goto err_close;
+	}
+	if (rep.abi_version != SL_SHM_ABI_VERSION) {
+		rc = -EPROTO;
+		goto err_close;
+	}
+	ctx->node = rep.node;
+	ctx->incarnation = rep.incarnation;
+	*ctx_p = ctx;
+	return 0;
+
+err_close:
+	close(ctx->fd);
+err_free:
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return rc;
+}
+
+SL_EXPORT void sl_close(struct sl_ctx *ctx)
+{
+	struct sl_queue *q;
+
+	if (!ctx)
+		return;
+	while ((q = LIST_FIRST(&ctx->queues)))
+		sl_queue_close(q);
+	close(ctx->fd);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+SL_EXPORT uint32_t sl_local_node(const struct sl_ctx *ctx)
+{
+	return ctx->node;
+}

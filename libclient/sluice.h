@@ -1,0 +1,326 @@
+/*
+ * sluice.h - public API of libsluice, the client library of the sluice
+ * node communication service.
+ *
+ * Model.  One daemon per node (sluiced) owns the network.  A process opens a
+ * context (one UNIX-socket connection to the daemon) and, per thread, one or
+ * more queues.  A queue is bound to a port; (node, port) is an endpoint
+ * address, like a reliable-datagram socket (RDS).  A queue is a submission
+ * ring (SQ), a completion ring (CQ) and a data arena, all in one shared
+ * memory segment created by the daemon (io_uring's SQ/CQ pair).  Posting a
+ * send or a receive writes one descriptor into the SQ; the daemon drains it,
+ * and later writes exactly one completion (CQE) for it into the CQ.
+ *
+ * Messages are tagged and matched at the receiving endpoint on (source,
+ * tag & mask) with MPI's rules: receives are matched in the order they were
+ * posted, and messages from one source are matched in the order they were
+ * sent (non-overtaking).
+ *
+ * Back-pressure.  A post returns -EAGAIN when the SQ is full (no system call
+ * is made on that path).  A descriptor the daemon accepted but could not
+ * carry out completes with a NAK status (SL_NAK_*): the buffer was left
+ * untouched and the post may be retried.  Nothing is dropped silently.
+ *
+ * Errors.  Functions return 0 or a count on success and a negative errno on
+ * failure.  Completion statuses (enum sl_status) are a separate, positive
+ * space carried in struct sl_cqe.
+ *
+ * Thread-safety.  A context may be shared by threads for sl_queue_open()
+ * and sl_queue_close() (they serialise on an internal lock).  A queue and
+ * everything done with it (post, poll, wait, alloc, free) belongs to one
+ * thread at a time: the rings are single-producer single-consumer.  Open
+ * one queue per thread; queues are cheap.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Addresses                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An endpoint address.  node is a 32-bit node id: sl_node_id() of the node's
+ * configured name, or SL_NODE_LOCAL for the node the caller runs on.  port
+ * is the port a queue bound with sl_queue_open().
+ */
+typedef struct sl_addr {
+	uint32_t node;
+	uint32_t port;
+} sl_addr_t;
+
+/* "This node" in a destination; completions always carry the real id. */
+#define SL_NODE_LOCAL 0u
+/* Wildcards, valid only in sl_recv()'s source filter. */
+#define SL_NODE_ANY   0xffffffffu
+#define SL_PORT_ANY   0xffffffffu
+/* Matches a message from any endpoint. */
+#define SL_ANY_SOURCE ((sl_addr_t){ SL_NODE_ANY, SL_PORT_ANY })
+
+/* Ports below this need root (CAP_NET_BIND_SERVICE), as with IP ports. */
+#define SL_PORT_PRIVILEGED 1024u
+/* sl_queue_open() with port 0 binds a free port in this range. */
+#define SL_PORT_EPHEMERAL_MIN 49152u
+#define SL_PORT_EPHEMERAL_MAX 65535u
+
+/*
+ * sl_node_id - the node id of a node name.
+ * @name: NUL-terminated node name as in the daemons' configuration.
+ *
+ * Pure function (32-bit FNV-1a, folded away from SL_NODE_LOCAL and
+ * SL_NODE_ANY); every daemon and client computes the same id.  Returns the
+ * id; a NULL name returns SL_NODE_LOCAL.  Thread-safe.
+ */
+uint32_t sl_node_id(const char *name);
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Completion status, one per descriptor.  A status never describes more
+ * than its own descriptor: one failure never fails its neighbours.
+ */
+enum sl_status {
+	SL_OK = 0,
+	/* Back-pressure: buffer untouched, the post may be retried. */
+	SL_NAK_BUSY = 1,          /* a daemon or link resource is exhausted */
+	SL_NAK_RECEIVER_FULL = 2, /* receiver's unexpected queue over its bound */
+	/* Definite errors. */
+	SL_ERR_NO_ENDPOINT = 16,  /* nothing bound at the destination address */
+	SL_ERR_TRUNCATED = 17,    /* receive buffer too small; len = full length */
+	SL_ERR_PEER_DOWN = 18,    /* link to the node down past peer_timeout */
+	SL_ERR_PEER_RESTARTED = 19, /* peer daemon came back as a new incarnation */
+	SL_ERR_CANCELED = 20,     /* queue closed or daemon stopping */
+	SL_ERR_INVALID = 21,      /* bad descriptor: opcode, length, buffer */
+	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
+};
+
+/* Completion opcodes (sl_cqe.opcode): what the descriptor was. */
+enum sl_opcode {
+	SL_OP_SEND = 1,
+	SL_OP_RECV = 2,
+};
+
+/*
+ * One completion.  This is also the shared-memory CQ entry layout (ABI):
+ * 64 bytes, fields at fixed offsets, never reordered.
+ *
+ * @user_ctx: the value given to the post, returned unchanged.
+ * @len:      bytes.  For a receive: the full length the sender sent, also
+ *            when the receive was truncated (then min(len, capacity) bytes
+ *            were written).  For a send: the length sent.
+ * @tag:      for a receive, the tag the message carried; for a send, the
+ *            tag sent.
+ * @peer:     for a receive, the sender's address; for a send, the
+ *            destination (SL_NODE_LOCAL resolved to the real node id).
+ * @status:   enum sl_status.
+ * @opcode:   enum sl_opcode.
+ */
+struct sl_cqe {
+	uint64_t user_ctx;
+	uint64_t len;
+	uint64_t tag;
+	sl_addr_t peer;
+	int32_t status;
+	uint8_t opcode;
+	uint8_t flags;     /* reserved, 0 */
+	uint16_t rsvd0;
+	uint64_t rsvd[3];
+};
+
+/*
+ * sl_strerror - a short English name for a completion status.
+ * Returns a static string; unknown values give "unknown status".
+ * Thread-safe.
+ */
+const char *sl_strerror(int status);
+
+/* ------------------------------------------------------------------ */
+/* Context and queues                                                   */
+/* ------------------------------------------------------------------ */
+
+struct sl_ctx;
+struct sl_queue;
+
+/* Default control socket, under the daemon's default runtime directory. */
+#define SL_DEFAULT_SOCKET "/run/sluice/sluiced.sock"
+
+/*
+ * sl_open - connect to the local daemon.
+ * @path:  path of the daemon's control socket, or NULL for $SLUICE_SOCKET
+ *         if set, else SL_DEFAULT_SOCKET.
+ * @ctx_p: on success, the new context.
+ *
+ * Returns 0, or -ENOENT / -ECONNREFUSED (no daemon there), -EACCES (not
+ * allowed to connect), -EPROTO (daemon speaks another ABI version),
+ * -ENAMETOOLONG (path too long for a UNIX socket), -ENOMEM.
+ * Thread-safe; each call makes an independent context.
+ */
+int sl_open(const char *path, struct sl_ctx **ctx_p);
+
+/*
+ * sl_close - close a context and every queue still open on it.
+ * Outstanding descriptors of those queues are discarded by the daemon.
+ * Accepts NULL.  Not thread-safe against other calls on the same context.
+ */
+void sl_close(struct sl_ctx *ctx);
+
+/*
+ * sl_local_node - the node id of the daemon this context is connected to.
+ */
+uint32_t sl_local_node(const struct sl_ctx *ctx);
+
+/*
+ * sl_queue_open - open a queue bound to a port.
+ * @ctx:   an open context.
+ * @port:  1..65535, or 0 for a free ephemeral port.  Ports below
+ *         SL_PORT_PRIVILEGED need root.
+ * @depth: SQ entries wanted, 1..4096; rounded up to a power of two.  The CQ
+ *         has twice as many entries, and at most that many descriptors can
+ *         be in flight (posted and not yet polled): the daemon accepts a
+ *         descriptor only when it holds a CQ slot for its completion.
+ * @q_p:   on success, the new queue.
+ *
+ * The queue's arena size is set by the daemon ([limits] arena_bytes).
+ * Returns 0, or -EINVAL (port or depth out of range), -EADDRINUSE (port
+ * bound), -EACCES (privileged port), -EADDRNOTAVAIL (no free ephemeral
+ * port), -EMFILE / -ENOMEM (daemon or process out of resources), -EPROTO
+ * (malformed reply), -ECONNRESET (daemon went away).
+ * Thread-safe with respect to other queue opens/closes on @ctx.
+ */
+int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,
+		  struct sl_queue **q_p);
+
+/*
+ * sl_queue_close - unbind the port and free the queue.
+ * Descriptors still in flight are cancelled by the daemon; their buffers
+ * must not be used afterwards (the arena is unmapped).  Accepts NULL.
+ * Returns 0 or -ECONNRESET if the daemon had already gone (the queue is
+ * freed in both cases).
+ */
+int sl_queue_close(struct sl_queue *q);
+
+/*
+ * sl_queue_addr - the queue's own address (real node id, bound port).
+ */
+sl_addr_t sl_queue_addr(const struct sl_queue *q);
+
+/* ------------------------------------------------------------------ */
+/* Arena                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * sl_alloc - allocate @len bytes in the queue's shared arena.
+ * Buffers passed to sl_send() and sl_recv() must lie in the arena of the
+ * queue they are posted on; the daemon reads and writes them there without
+ * a further copy.  Alignment is 64 bytes.  @len 0 returns a valid minimal
+ * buffer.  Returns NULL (errno ENOMEM) when the arena has no room.
+ * Owner thread of @q only.
+ */
+void *sl_alloc(struct sl_queue *q, size_t len);
+
+/*
+ * sl_free - return a buffer from sl_alloc().  NULL is ignored.  The buffer
+ * must not be in use by a descriptor still in flight.
+ */
+void sl_free(struct sl_queue *q, void *buf);
+
+/*
+ * sl_arena_size - bytes of the queue's arena.
+ */
+size_t sl_arena_size(const struct sl_queue *q);
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * sl_send - post a tagged send.
+ * @q:        the queue.
+ * @dst:      destination address; node SL_NODE_LOCAL means this node.
+ * @tag:      64-bit tag matched by the receiver.
+ * @buf:      payload in @q's arena (may be NULL when @len is 0).  It must
+ *            stay unchanged until the send completes.
+ * @len:      bytes, at most the daemon's eager_max for a remote node.
+ * @user_ctx: returned in the completion.
+ *
+ * The send completes SL_OK when the destination daemon has accepted the
+ * message (delivered it or queued it as unexpected), SL_ERR_NO_ENDPOINT
+ * when nothing is bound at @dst, SL_ERR_INVALID for a bad descriptor
+ * (length over eager_max to a remote node, for instance), or with a NAK.
+ * Returns 0 when posted, -EAGAIN when the SQ is full (no system call made),
+ * -EINVAL when @buf..@buf+@len is not inside the arena, -ENOTCONN when the
+ * daemon has closed the queue.  Owner thread of @q only.
+ */
+int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
+	    const void *buf, size_t len, uint64_t user_ctx);
+
+/*
+ * sl_recv - post a tagged receive.
+ * @src:      sender filter; SL_ANY_SOURCE, or a node/port where either half
+ *            may be SL_NODE_ANY / SL_PORT_ANY.
+ * @tag, @tag_mask: a message with tag t matches when
+ *            (t & tag_mask) == (tag & tag_mask); tag_mask 0 matches any.
+ * @buf, @capacity: where the payload goes, in @q's arena (NULL if 0).
+ *
+ * Completes SL_OK, or SL_ERR_TRUNCATED when the message was longer than
+ * @capacity (the first @capacity bytes are written and the CQE's len is the
+ * full length), or SL_ERR_CANCELED when the queue is closed.
+ * Returns as sl_send().  Owner thread of @q only.
+ */
+int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,
+	    uint64_t tag_mask, void *buf, size_t capacity, uint64_t user_ctx);
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * sl_poll - take up to @max completions, oldest first.
+ * Returns the number copied into @cqes (0 if none, never blocks), or
+ * -EPROTO if the CQ ring is corrupt.  Makes no system call.
+ * Owner thread of @q only.
+ */
+int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max);
+
+/*
+ * sl_wait - wait until at least one completion is ready.
+ * @timeout_ms: milliseconds; 0 checks once, -1 waits forever.
+ *
+ * Spins briefly (a few microseconds) before sleeping on the queue's
+ * eventfd, following io_uring's need-wakeup protocol: the daemon writes the
+ * eventfd only when this side announced it is going to sleep.
+ * Returns the number of completions ready (> 0), 0 on timeout, -EINTR when
+ * a signal arrived, -ECONNRESET when the daemon went away.
+ * Owner thread of @q only.
+ */
+int sl_wait(struct sl_queue *q, int timeout_ms);
+
+/*
+ * sl_fd - a file descriptor that becomes readable when completions arrive,
+ * for applications with their own event loop.  Before polling it, call
+ * sl_arm(); after it fires, call sl_poll() until it returns 0.
+ * The fd belongs to the queue: do not close it.
+ */
+int sl_fd(const struct sl_queue *q);
+
+/*
+ * sl_arm - ask the daemon to signal sl_fd() on the next completion.
+ * Returns 0 when armed, or the number of completions already ready (> 0),
+ * in which case the caller should poll instead of sleeping.
+ * Owner thread of @q only.
+ */
+int sl_arm(struct sl_queue *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_H */
