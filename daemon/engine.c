@@ -107,6 +107,8 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 		return;
 	}
 	r->src = sqe->peer;
+	if (r->src.node == SL_NODE_LOCAL)
+		r->src.node = q->d->cfg.node_id;	/* messages carry real ids */
 	r->tag = sqe->tag;
 	r->tag_mask = sqe->tag_mask;
 	r->addr = sqe->addr;

@@ -55,7 +55,8 @@ typedef struct sl_addr {
 	uint32_t port;
 } sl_addr_t;
 
-/* "This node" in a destination; completions always carry the real id. */
+/* "This node" in a destination or a receive's source filter; completions
+ * always carry the real id. */
 #define SL_NODE_LOCAL 0u
 /* Wildcards, valid only in sl_recv()'s source filter. */
 #define SL_NODE_ANY   0xffffffffu

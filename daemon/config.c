@@ -1,0 +1,668 @@
+/*
+ * config.c - sluiced.conf: defaults, INI parsing (inih), validation;
+ * see config.h.
+ *
+ * inih's handler gets no line number in Debian's build (INI_HANDLER_LINENO
+ * is 0), so the file is fed to ini_parse_stream() through our own line
+ * reader, which counts lines.  inih calls the reader once per line and the
+ * handler for that line before reading the next, so the reader's count is
+ * the handler's line.  The reader also sees what the handler never does:
+ * section headers (an empty unknown section must still be reported),
+ * indented lines and overlong lines.  After the first error the reader
+ * reports end of file, so inih stops and later lines cannot add errors.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "log.h"
+#include "sluice.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * KIB)
+#define GIB (1024ull * MIB)
+
+#define EAGER_MAX_MAX    (1 * MIB)
+#define ARENA_MIN        (1 * MIB)
+#define ARENA_MAX        (16 * GIB)
+#define MAX_QUEUES_MAX   65536
+
+#define ALLOWED_SECTIONS "daemon, transport, limits, peers"
+#define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
+#define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
+#define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
+
+/* Copy with truncation; always NUL-terminates (size > 0). */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int config_defaults(struct config *c)
+{
+	char host[256];
+
+	memset(c, 0, sizeof(*c));
+	if (gethostname(host, sizeof(host)) < 0)
+		return -errno;
+	/* POSIX leaves a truncated hostname possibly unterminated. */
+	host[sizeof(host) - 1] = '\0';
+	copy_str(c->node_name, sizeof(c->node_name), host[0] ? host : "localhost");
+	c->node_id = sl_node_id(c->node_name);
+	copy_str(c->runtime_dir, sizeof(c->runtime_dir), "/run/sluice");
+	c->log_level = LOG_LVL_INFO;
+	c->transport = XPORT_TCP;
+	c->listen_set = false;
+	c->eager_max = 64 * KIB;
+	c->arena_bytes = 64 * MIB;
+	c->max_queues = 1024;
+	c->n_peers = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Value parsers                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Syntax is checked before range, so "99999999999999999999Q" is -EINVAL;
+ * a well-formed number too large for 64 bits is -ERANGE like any other
+ * out-of-range value.
+ */
+static int parse_u64(const char *s, bool suffix, uint64_t min, uint64_t max,
+		     uint64_t *out)
+{
+	const char *p = s;
+	uint64_t v = 0, mult = 1;
+	bool overflow = false;
+
+	if (!s || *p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			overflow = true;
+		else
+			v = v * 10 + d;
+	}
+	if (suffix && *p) {
+		switch (*p) {
+		case 'k': case 'K': mult = KIB; break;
+		case 'm': case 'M': mult = MIB; break;
+		case 'g': case 'G': mult = GIB; break;
+		default: return -EINVAL;
+		}
+		p++;
+	}
+	if (*p)
+		return -EINVAL;
+	if (overflow || v > UINT64_MAX / mult)
+		return -ERANGE;
+	v *= mult;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int config_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_u64(s, true, min, max, out);
+}
+
+static bool host_char_ok(char ch)
+{
+	unsigned char u = (unsigned char)ch;
+
+	return !isspace(u) && !iscntrl(u) && ch != '[' && ch != ']';
+}
+
+/* config_parse_hostport() with a reason phrase for the error message. */
+static int parse_hostport(const char *s, char *host, size_t hostlen,
+			  uint16_t *port, const char **why)
+{
+	const char *h, *h_end, *p, *q;
+	uint32_t v = 0;
+	size_t n;
+
+	*why = "is not HOST:PORT";
+	if (!s || !host || hostlen == 0 || !port)
+		return -EINVAL;
+	if (*s == '\0') {
+		*why = "is empty";
+		return -EINVAL;
+	}
+	if (*s == '[') {
+		h = s + 1;
+		h_end = strchr(h, ']');
+		if (!h_end) {
+			*why = "has no closing ']'";
+			return -EINVAL;
+		}
+		if (h_end[1] == '\0') {
+			*why = "has no port";
+			return -EINVAL;
+		}
+		if (h_end[1] != ':') {
+			*why = "has junk after ']'";
+			return -EINVAL;
+		}
+		p = h_end + 2;
+	} else {
+		h = s;
+		h_end = strchr(s, ':');
+		if (!h_end) {
+			*why = "has no port";
+			return -EINVAL;
+		}
+		if (strchr(h_end + 1, ':')) {
+			*why = "needs [brackets] around an IPv6 address";
+			return -EINVAL;
+		}
+		p = h_end + 1;
+	}
+	if (h_end == h) {
+		*why = "has an empty host";
+		return -EINVAL;
+	}
+	for (q = h; q < h_end; q++) {
+		if (!host_char_ok(*q)) {
+			*why = "has a bad character in the host";
+			return -EINVAL;
+		}
+	}
+	n = (size_t)(h_end - h);
+	if (n >= hostlen) {
+		*why = "has a host name that is too long";
+		return -EINVAL;
+	}
+	if (*p == '\0') {
+		*why = "has no port";
+		return -EINVAL;
+	}
+	if (*p < '0' || *p > '9') {
+		*why = "has a bad port";
+		return -EINVAL;
+	}
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v <= 65535)	/* saturate: any longer digit run is too big */
+			v = v * 10 + (uint32_t)(*p - '0');
+	}
+	if (*p) {
+		*why = "has junk after the port";
+		return -EINVAL;
+	}
+	if (v == 0 || v > 65535) {
+		*why = "has a port out of range";
+		return -EINVAL;
+	}
+	memcpy(host, h, n);
+	host[n] = '\0';
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int config_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *why;
+
+	return parse_hostport(s, host, hostlen, port, &why);
+}
+
+static bool node_name_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++) {
+		char ch = s[n];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return n >= 1 && n < CONFIG_NAME_MAX;
+}
+
+/* ------------------------------------------------------------------ */
+/* The file                                                             */
+/* ------------------------------------------------------------------ */
+
+enum key_id {
+	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
+	K_KIND, K_LISTEN, K_EAGER_MAX,
+	K_ARENA_BYTES, K_MAX_QUEUES,
+	K_COUNT
+};
+
+static const struct {
+	const char *section;
+	const char *name;
+} keys[K_COUNT] = {
+	[K_NODE]        = { "daemon", "node" },
+	[K_RUNTIME_DIR] = { "daemon", "runtime_dir" },
+	[K_LOG_LEVEL]   = { "daemon", "log_level" },
+	[K_KIND]        = { "transport", "kind" },
+	[K_LISTEN]      = { "transport", "listen" },
+	[K_EAGER_MAX]   = { "transport", "eager_max" },
+	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
+	[K_MAX_QUEUES]  = { "limits", "max_queues" },
+};
+
+static const struct {
+	const char *name;
+	const char *allowed_keys;	/* NULL: any key (peer names) */
+} sections[] = {
+	{ "daemon", "node, runtime_dir, log_level" },
+	{ "transport", "kind, listen, eager_max" },
+	{ "limits", "arena_bytes, max_queues" },
+	{ "peers", NULL },
+};
+
+struct parse_state {
+	struct config *c;
+	const char *path;
+	FILE *f;
+	char *err;
+	size_t errlen;
+	int lineno;		/* line last handed to inih */
+	int err_line;		/* line of our first error; 0 = none yet */
+	int err_code;		/* its return code */
+	int read_errno;		/* errno of a failed read; 0 = none */
+	int key_line[K_COUNT];	/* where each key was set; 0 = not yet */
+};
+
+static void put_err(char *err, size_t errlen, const char *path, int line,
+		    const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
+
+static void put_err(char *err, size_t errlen, const char *path, int line,
+		    const char *fmt, va_list ap)
+{
+	int n;
+
+	if (!err || errlen == 0)
+		return;
+	if (line > 0)
+		n = snprintf(err, errlen, "%s:%d: ", path, line);
+	else
+		n = snprintf(err, errlen, "%s: ", path);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+}
+
+/* Record the first error of the parse; returns 0 for inih. */
+static int fail(struct parse_state *st, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct parse_state *st, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (st->err_line)
+		return 0;
+	st->err_line = st->lineno;
+	st->err_code = code;
+	va_start(ap, fmt);
+	put_err(st->err, st->errlen, st->path, st->lineno, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* An error about the whole file (no line); returns @code. */
+static int fail_file(const char *path, char *err, size_t errlen,
+		     int code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int fail_file(const char *path, char *err, size_t errlen,
+		     int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	put_err(err, errlen, path, 0, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int set_bytes(struct parse_state *st, const char *sec, const char *name,
+		     const char *value, uint64_t min, uint64_t max,
+		     const char *range, uint64_t *out)
+{
+	int rc = parse_u64(value, true, min, max, out);
+
+	if (rc == -ERANGE)
+		return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %s)",
+			    sec, name, value, range);
+	if (rc < 0)
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a byte count (allowed: %s)",
+			    sec, name, value, ALLOWED_BYTES);
+	return 1;
+}
+
+static int set_peer(struct parse_state *st, const char *name, const char *value)
+{
+	struct config *c = st->c;
+	struct peer_conf *pc;
+	const char *why;
+
+	if (!node_name_ok(name))
+		return fail(st, -EINVAL, "[peers] %s: not a valid node name (allowed: %s)",
+			    name, ALLOWED_NAME);
+	if (c->n_peers >= CONFIG_PEERS_MAX)
+		return fail(st, -EINVAL, "[peers] %s: too many peers (allowed: up to %d)",
+			    name, CONFIG_PEERS_MAX);
+	pc = &c->peers[c->n_peers];
+	if (parse_hostport(value, pc->host, sizeof(pc->host), &pc->port, &why) < 0)
+		return fail(st, -EINVAL, "[peers] %s: '%s' %s (allowed: %s)",
+			    name, value, why, ALLOWED_HOSTPORT);
+	copy_str(pc->name, sizeof(pc->name), name);
+	pc->node_id = sl_node_id(pc->name);
+	c->n_peers++;
+	return 1;
+}
+
+static int set_value(struct parse_state *st, enum key_id k, const char *value)
+{
+	struct config *c = st->c;
+	const char *sec = keys[k].section, *name = keys[k].name;
+	const char *why;
+	uint64_t v;
+	int rc;
+
+	switch (k) {
+	case K_NODE:
+		if (!node_name_ok(value))
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not a valid node name (allowed: %s)",
+				    sec, name, value, ALLOWED_NAME);
+		copy_str(c->node_name, sizeof(c->node_name), value);
+		c->node_id = sl_node_id(c->node_name);
+		return 1;
+	case K_RUNTIME_DIR:
+		if (value[0] != '/')
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not an absolute path (allowed: an absolute path of at most %d characters)",
+				    sec, name, value, CONFIG_PATH_MAX - 1);
+		if (strlen(value) >= CONFIG_PATH_MAX)
+			return fail(st, -EINVAL, "[%s] %s: path is too long (allowed: an absolute path of at most %d characters)",
+				    sec, name, CONFIG_PATH_MAX - 1);
+		copy_str(c->runtime_dir, sizeof(c->runtime_dir), value);
+		return 1;
+	case K_LOG_LEVEL:
+		rc = log_level_parse(value);
+		if (rc < 0)
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not a log level (allowed: error, warn, info, debug)",
+				    sec, name, value);
+		c->log_level = rc;
+		return 1;
+	case K_KIND:
+		if (strcmp(value, "tcp") == 0) {
+			c->transport = XPORT_TCP;
+			return 1;
+		}
+		if (strcmp(value, "auto") == 0) {
+			c->transport = XPORT_AUTO;
+			return 1;
+		}
+		if (strcmp(value, "verbs") == 0)
+			return fail(st, -EINVAL, "[%s] %s: verbs is not supported yet (allowed: tcp, auto)",
+				    sec, name);
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a transport (allowed: tcp, auto)",
+			    sec, name, value);
+	case K_LISTEN:
+		if (parse_hostport(value, c->listen_host, sizeof(c->listen_host),
+				   &c->listen_port, &why) < 0)
+			return fail(st, -EINVAL, "[%s] %s: '%s' %s (allowed: %s)",
+				    sec, name, value, why, ALLOWED_HOSTPORT);
+		c->listen_set = true;
+		return 1;
+	case K_EAGER_MAX:
+		rc = set_bytes(st, sec, name, value, 0, EAGER_MAX_MAX, "0..1048576 bytes", &v);
+		if (rc)
+			c->eager_max = (uint32_t)v;
+		return rc;
+	case K_ARENA_BYTES:
+		return set_bytes(st, sec, name, value, ARENA_MIN, ARENA_MAX, "1M..16G bytes",
+				 &c->arena_bytes);
+	case K_MAX_QUEUES:
+		rc = parse_u64(value, false, 1, MAX_QUEUES_MAX, &v);
+		if (rc == -ERANGE)
+			return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: 1..%d)",
+				    sec, name, value, MAX_QUEUES_MAX);
+		if (rc < 0)
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not a number (allowed: 1..%d)",
+				    sec, name, value, MAX_QUEUES_MAX);
+		c->max_queues = (uint32_t)v;
+		return 1;
+	case K_COUNT:
+		break;
+	}
+	return fail(st, -EINVAL, "[%s] %s: internal error", sec, name);
+}
+
+static int on_value(void *user, const char *section, const char *name,
+		    const char *value)
+{
+	struct parse_state *st = user;
+	size_t i;
+	int k;
+
+	if (st->err_line)
+		return 0;
+	if (section[0] == '\0')
+		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits] or [peers])",
+			    name);
+	if (strcmp(section, "peers") == 0)
+		return set_peer(st, name, value);
+
+	for (k = 0; k < K_COUNT; k++) {
+		if (strcmp(keys[k].section, section) == 0 &&
+		    strcmp(keys[k].name, name) == 0)
+			break;
+	}
+	if (k == K_COUNT) {
+		for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+			if (strcmp(sections[i].name, section) == 0)
+				return fail(st, -EINVAL, "[%s] %s: unknown key (allowed: %s)",
+					    section, name, sections[i].allowed_keys);
+		}
+		/* The reader rejects unknown sections before inih gets here. */
+		return fail(st, -EINVAL, "[%s]: unknown section (allowed: %s)",
+			    section, ALLOWED_SECTIONS);
+	}
+	if (st->key_line[k])
+		return fail(st, -EINVAL, "[%s] %s: given twice (first on line %d)",
+			    section, name, st->key_line[k]);
+	st->key_line[k] = st->lineno;
+	return set_value(st, (enum key_id)k, value);
+}
+
+/* Mirrors inih's rule: ';' starts an inline comment after whitespace. */
+static const char *find_close_bracket(const char *s)
+{
+	bool was_space = false;
+
+	for (; *s && *s != ']'; s++) {
+		if (was_space && *s == ';')
+			return NULL;
+		was_space = isspace((unsigned char)*s);
+	}
+	return *s == ']' ? s : NULL;
+}
+
+static void check_line(struct parse_state *st, const char *line)
+{
+	const char *p = line, *end, *q;
+	size_t i, n;
+
+	if (st->lineno == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3;
+	q = p;
+	while (*q && isspace((unsigned char)*q))
+		q++;
+	if (*q == '\0' || *q == ';' || *q == '#')
+		return;
+	/*
+	 * inih reads an indented line after a key as a continuation of that
+	 * key's value, whatever it looks like; refusing indentation outright
+	 * is simpler to explain than where it would be allowed.
+	 */
+	if (q != p) {
+		fail(st, -EINVAL, "line is indented (allowed: keys and [sections] start in the first column)");
+		return;
+	}
+	if (*q != '[')
+		return;
+	end = find_close_bracket(q + 1);
+	if (!end)
+		return;		/* inih reports it as a syntax error */
+	n = (size_t)(end - (q + 1));
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (strlen(sections[i].name) == n &&
+		    strncmp(sections[i].name, q + 1, n) == 0)
+			break;
+	}
+	if (i == sizeof(sections) / sizeof(sections[0])) {
+		fail(st, -EINVAL, "[%.*s]: unknown section (allowed: %s)",
+		     (int)n, q + 1, ALLOWED_SECTIONS);
+		return;
+	}
+	for (q = end + 1; *q && isspace((unsigned char)*q); q++)
+		;
+	if (*q && *q != ';' && *q != '#')
+		fail(st, -EINVAL, "[%s]: text after the section header (allowed: a ; comment)",
+		     sections[i].name);
+}
+
+/*
+ * The ini_reader: fgets() plus line counting.  A line that does not fit
+ * inih's buffer is refused here, never handed over in pieces, so inih's
+ * line count (one per reader call) stays equal to ours.
+ */
+static char *read_line(char *buf, int num, void *user)
+{
+	struct parse_state *st = user;
+	size_t len;
+	int ch;
+
+	if (st->err_line || num < 2)
+		return NULL;
+	errno = 0;
+	if (!fgets(buf, num, st->f)) {
+		if (ferror(st->f))
+			st->read_errno = errno ? errno : EIO;
+		return NULL;
+	}
+	st->lineno++;
+	len = strlen(buf);
+	if (len == (size_t)num - 1 && buf[len - 1] != '\n') {
+		ch = getc(st->f);
+		if (ch != EOF) {
+			fail(st, -EINVAL, "line is too long (allowed: up to %d characters)",
+			     num - 3);
+			return NULL;
+		}
+	}
+	check_line(st, buf);
+	return st->err_line ? NULL : buf;
+}
+
+/* Checks that need the whole file: peers against each other and us. */
+static int check_peers(struct config *c, const char *path, char *err, size_t errlen)
+{
+	size_t i, j;
+
+	for (i = 0; i < c->n_peers; i++) {
+		const struct peer_conf *p = &c->peers[i];
+
+		if (strcmp(p->name, c->node_name) == 0)
+			return fail_file(path, err, errlen, -EINVAL,
+					 "peer '%s' has the local node's name", p->name);
+		for (j = 0; j < i; j++) {
+			if (strcmp(c->peers[j].name, p->name) == 0)
+				return fail_file(path, err, errlen, -EINVAL,
+						 "peer '%s' is listed twice", p->name);
+			if (c->peers[j].node_id == p->node_id)
+				return fail_file(path, err, errlen, -EINVAL,
+						 "peers '%s' and '%s' have the same node id 0x%08x; rename one",
+						 c->peers[j].name, p->name, (unsigned)p->node_id);
+		}
+		if (p->node_id == c->node_id)
+			return fail_file(path, err, errlen, -EINVAL,
+					 "peer '%s' and the local node '%s' have the same node id 0x%08x; rename one",
+					 p->name, c->node_name, (unsigned)p->node_id);
+	}
+	if (c->n_peers > 0 && !c->listen_set)
+		return fail_file(path, err, errlen, -EINVAL,
+				 "[peers] given but [transport] listen is not set");
+	return 0;
+}
+
+/*
+ * Parses into a copy so that a bad file leaves @c as it was: a reload can
+ * keep running on the old configuration.
+ */
+int config_load(struct config *c, const char *path, char *err, size_t errlen)
+{
+	struct parse_state st;
+	struct config *nc;
+	int rc, e;
+
+	if (err && errlen)
+		err[0] = '\0';
+	memset(&st, 0, sizeof(st));
+	st.path = path;
+	st.err = err;
+	st.errlen = errlen;
+
+	st.f = fopen(path, "r");
+	if (!st.f) {
+		e = errno;
+		return fail_file(path, err, errlen, -e, "cannot open: %s", strerror(e));
+	}
+	nc = malloc(sizeof(*nc));
+	if (!nc) {
+		fclose(st.f);
+		return fail_file(path, err, errlen, -ENOMEM, "out of memory");
+	}
+	*nc = *c;
+	st.c = nc;
+
+	rc = ini_parse_stream(read_line, &st, on_value, &st);
+	if (st.read_errno) {
+		e = st.read_errno;
+		rc = fail_file(path, err, errlen, -e, "cannot read: %s", strerror(e));
+	} else if (rc > 0 && (!st.err_line || rc < st.err_line)) {
+		/* inih found a bad line (no '=', no ']') before any of ours. */
+		st.lineno = rc;
+		st.err_line = 0;
+		fail(&st, -EINVAL, "syntax error");
+		rc = -EINVAL;
+	} else if (st.err_line) {
+		rc = st.err_code;
+	} else if (rc == -2) {
+		rc = fail_file(path, err, errlen, -ENOMEM, "out of memory");
+	} else if (rc != 0) {
+		rc = fail_file(path, err, errlen, -EINVAL, "cannot parse (inih error %d)", rc);
+	} else {
+		rc = check_peers(nc, path, err, errlen);
+	}
+	fclose(st.f);
+	if (rc == 0)
+		*c = *nc;
+	free(nc);
+	return rc;
+}

@@ -1,0 +1,665 @@
+/*
+ * test_config.c - sluiced.conf parsing: every kind of bad input gives its
+ * documented return code and exact one-line message; a full valid file
+ * sets every field; the host:port and byte-count parsers.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* By path: a top-level config.h (autoconf's) would shadow it via -I. */
+#include "config.h"
+#include "log.h"
+#include "sluice.h"
+
+#define ERRLEN 512
+
+/* Path of the file the last load_text() read; messages start with it. */
+static char conf_path[64];
+
+static void write_file(const char *text)
+{
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd;
+
+	snprintf(conf_path, sizeof(conf_path), "/tmp/sluice-test-config-XXXXXX");
+	fd = mkstemp(conf_path);
+	ck_assert_int_ge(fd, 0);
+	n = write(fd, text, len);
+	ck_assert_int_eq(n, (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+/* config_defaults() + config_load() of @text from a fresh temp file. */
+static int load_text(const char *text, struct config *c, char *err, size_t errlen)
+{
+	int rc;
+
+	ck_assert_int_eq(config_defaults(c), 0);
+	write_file(text);
+	rc = config_load(c, conf_path, err, errlen);
+	unlink(conf_path);
+	return rc;
+}
+
+/* Field by field: struct copies need not preserve padding bytes. */
+static bool config_eq(const struct config *a, const struct config *b)
+{
+	size_t i;
+
+	if (strcmp(a->node_name, b->node_name) || a->node_id != b->node_id ||
+	    strcmp(a->runtime_dir, b->runtime_dir) || a->log_level != b->log_level ||
+	    a->transport != b->transport || a->listen_set != b->listen_set ||
+	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
+	    a->eager_max != b->eager_max || a->arena_bytes != b->arena_bytes ||
+	    a->max_queues != b->max_queues || a->n_peers != b->n_peers)
+		return false;
+	for (i = 0; i < a->n_peers; i++) {
+		if (strcmp(a->peers[i].name, b->peers[i].name) ||
+		    a->peers[i].node_id != b->peers[i].node_id ||
+		    strcmp(a->peers[i].host, b->peers[i].host) ||
+		    a->peers[i].port != b->peers[i].port)
+			return false;
+	}
+	return true;
+}
+
+static void assert_err(const char *name, const char *err, const char *suffix)
+{
+	char want[ERRLEN];
+
+	snprintf(want, sizeof(want), "%s%s", conf_path, suffix);
+	ck_assert_msg(strcmp(err, want) == 0, "%s:\n got: %s\nwant: %s", name, err, want);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad files                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Two names with the same FNV-1a hash, found by brute force. */
+#define COLL_A "n559369"
+#define COLL_B "n1082633"
+#define COLL_ID "0x0205d9e6"
+
+#define LISTEN "[transport]\nlisten = 127.0.0.1:7400\n"
+
+struct bad_case {
+	const char *name;
+	const char *text;
+	int rc;
+	const char *msg;	/* expected message after the file name */
+};
+
+static const struct bad_case bad_cases[] = {
+	/* Sections. */
+	{ "unknown section", "[bogus]\n", -EINVAL,
+	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, peers)" },
+	{ "unknown empty section later", "; comment\n[daemon]\nnode = a\n\n[bogus]\n", -EINVAL,
+	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, peers)" },
+	{ "section name is case-sensitive", "[Daemon]\nnode = a\n", -EINVAL,
+	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, peers)" },
+	{ "text after section header", "[daemon] extra\n", -EINVAL,
+	  ":1: [daemon]: text after the section header (allowed: a ; comment)" },
+	{ "key before any section", "node = a\n", -EINVAL,
+	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits] or [peers])" },
+
+	/* Unknown keys, one per section. */
+	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
+	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
+	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
+	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max)" },
+	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
+	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues)" },
+	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
+	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level)" },
+
+	/* Syntax (reported by inih). */
+	{ "line without =", "[daemon]\nnode = a\n\njunk\n", -EINVAL, ":4: syntax error" },
+	{ "section without ]", "[daemon\nnode = a\n", -EINVAL, ":1: syntax error" },
+	{ "syntax error before a bad key wins", "[daemon]\njunk\ncolour = x\n", -EINVAL,
+	  ":2: syntax error" },
+	{ "bad key before a syntax error wins", "[daemon]\ncolour = x\njunk\n", -EINVAL,
+	  ":2: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
+	{ "indented line", "[daemon]\nnode = a\n  log_level = debug\n", -EINVAL,
+	  ":3: line is indented (allowed: keys and [sections] start in the first column)" },
+	{ "indented section", "[daemon]\nnode = a\n [limits]\n", -EINVAL,
+	  ":3: line is indented (allowed: keys and [sections] start in the first column)" },
+	{ "overlong line",
+	  "[daemon]\n;"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+	  /* inih's line buffer is 200 bytes (INI_MAX_LINE): 197 + "\r\n\0". */
+	  -EINVAL, ":2: line is too long (allowed: up to 197 characters)" },
+
+	/* Duplicate keys. */
+	{ "duplicate key", "[daemon]\nnode = a\nlog_level = info\nnode = b\n", -EINVAL,
+	  ":4: [daemon] node: given twice (first on line 2)" },
+	{ "duplicate key across repeated section",
+	  "[limits]\nmax_queues = 4\n[daemon]\nnode = a\n[limits]\nmax_queues = 5\n", -EINVAL,
+	  ":6: [limits] max_queues: given twice (first on line 2)" },
+
+	/* [daemon] values. */
+	{ "bad node name chars", "[daemon]\nnode = my node\n", -EINVAL,
+	  ":2: [daemon] node: 'my node' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "bad node name slash", "[daemon]\nnode = a/b\n", -EINVAL,
+	  ":2: [daemon] node: 'a/b' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "empty node name", "[daemon]\nnode =\n", -EINVAL,
+	  ":2: [daemon] node: '' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "node name of 64 chars",
+	  "[daemon]\nnode = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", -EINVAL,
+	  ":2: [daemon] node: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "relative runtime_dir", "[daemon]\nruntime_dir = run/sluice\n", -EINVAL,
+	  ":2: [daemon] runtime_dir: 'run/sluice' is not an absolute path (allowed: an absolute path of at most 95 characters)" },
+	{ "runtime_dir of 96 chars",
+	  "[daemon]\nruntime_dir = /"
+	  "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr\n",
+	  -EINVAL,
+	  ":2: [daemon] runtime_dir: path is too long (allowed: an absolute path of at most 95 characters)" },
+	{ "bad log level", "[daemon]\nlog_level = loud\n", -EINVAL,
+	  ":2: [daemon] log_level: 'loud' is not a log level (allowed: error, warn, info, debug)" },
+	{ "log level is case-sensitive", "[daemon]\nlog_level = DEBUG\n", -EINVAL,
+	  ":2: [daemon] log_level: 'DEBUG' is not a log level (allowed: error, warn, info, debug)" },
+
+	/* [transport] values. */
+	{ "bad kind", "[transport]\nkind = udp\n", -EINVAL,
+	  ":2: [transport] kind: 'udp' is not a transport (allowed: tcp, auto)" },
+	{ "verbs kind", "[transport]\nkind = verbs\n", -EINVAL,
+	  ":2: [transport] kind: verbs is not supported yet (allowed: tcp, auto)" },
+	{ "eager_max out of range", "[transport]\neager_max = 2000000\n", -EINVAL,
+	  ":2: [transport] eager_max: 2000000 is out of range (allowed: 0..1048576 bytes)" },
+	{ "eager_max suffix out of range", "[transport]\neager_max = 2M\n", -EINVAL,
+	  ":2: [transport] eager_max: 2M is out of range (allowed: 0..1048576 bytes)" },
+	{ "eager_max not a number", "[transport]\neager_max = lots\n", -EINVAL,
+	  ":2: [transport] eager_max: 'lots' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "eager_max negative", "[transport]\neager_max = -1\n", -EINVAL,
+	  ":2: [transport] eager_max: '-1' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "listen without port", "[transport]\nlisten = localhost\n", -EINVAL,
+	  ":2: [transport] listen: 'localhost' has no port (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen with empty port", "[transport]\nlisten = localhost:\n", -EINVAL,
+	  ":2: [transport] listen: 'localhost:' has no port (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen port 0", "[transport]\nlisten = localhost:0\n", -EINVAL,
+	  ":2: [transport] listen: 'localhost:0' has a port out of range (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen port 70000", "[transport]\nlisten = localhost:70000\n", -EINVAL,
+	  ":2: [transport] listen: 'localhost:70000' has a port out of range (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen empty host", "[transport]\nlisten = :7400\n", -EINVAL,
+	  ":2: [transport] listen: ':7400' has an empty host (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen junk after port", "[transport]\nlisten = h:7400x\n", -EINVAL,
+	  ":2: [transport] listen: 'h:7400x' has junk after the port (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen bare IPv6", "[transport]\nlisten = ::1:7400\n", -EINVAL,
+	  ":2: [transport] listen: '::1:7400' needs [brackets] around an IPv6 address (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "listen empty", "[transport]\nlisten =\n", -EINVAL,
+	  ":2: [transport] listen: '' is empty (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+
+	/* [limits] values. */
+	{ "arena_bytes 1K too small", "[limits]\narena_bytes = 1K\n", -EINVAL,
+	  ":2: [limits] arena_bytes: 1K is out of range (allowed: 1M..16G bytes)" },
+	{ "arena_bytes 17G too big", "[limits]\narena_bytes = 17G\n", -EINVAL,
+	  ":2: [limits] arena_bytes: 17G is out of range (allowed: 1M..16G bytes)" },
+	{ "arena_bytes 12Q", "[limits]\narena_bytes = 12Q\n", -EINVAL,
+	  ":2: [limits] arena_bytes: '12Q' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "arena_bytes overflow", "[limits]\narena_bytes = 18446744073709551616\n", -EINVAL,
+	  ":2: [limits] arena_bytes: 18446744073709551616 is out of range (allowed: 1M..16G bytes)" },
+	{ "max_queues 0", "[limits]\nmax_queues = 0\n", -EINVAL,
+	  ":2: [limits] max_queues: 0 is out of range (allowed: 1..65536)" },
+	{ "max_queues 65537", "[limits]\nmax_queues = 65537\n", -EINVAL,
+	  ":2: [limits] max_queues: 65537 is out of range (allowed: 1..65536)" },
+	{ "max_queues takes no suffix", "[limits]\nmax_queues = 1K\n", -EINVAL,
+	  ":2: [limits] max_queues: '1K' is not a number (allowed: 1..65536)" },
+
+	/* [peers] values. */
+	{ "bad peer value", LISTEN "[peers]\nb = nowhere\n", -EINVAL,
+	  ":4: [peers] b: 'nowhere' has no port (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "bad peer port", LISTEN "[peers]\nb = h:65536\n", -EINVAL,
+	  ":4: [peers] b: 'h:65536' has a port out of range (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "bad peer name", LISTEN "[peers]\nb@d = h:1\n", -EINVAL,
+	  ":4: [peers] b@d: not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+
+	/* Checks across the whole file. */
+	{ "duplicate peer", "[daemon]\nnode = a\n" LISTEN "[peers]\nb = h:1\nc = h:2\nb = h:3\n", -EINVAL,
+	  ": peer 'b' is listed twice" },
+	{ "peer with local name", "[daemon]\nnode = a\n" LISTEN "[peers]\na = h:1\n", -EINVAL,
+	  ": peer 'a' has the local node's name" },
+	{ "peer with local name set later", "[peers]\nb = h:2\na = h:1\n" LISTEN "[daemon]\nnode = a\n",
+	  -EINVAL, ": peer 'a' has the local node's name" },
+	{ "peers with one node id", "[daemon]\nnode = a\n" LISTEN "[peers]\n" COLL_A " = h:1\n" COLL_B " = h:2\n",
+	  -EINVAL, ": peers '" COLL_A "' and '" COLL_B "' have the same node id " COLL_ID "; rename one" },
+	{ "peer with the local node id", "[daemon]\nnode = " COLL_A "\n" LISTEN "[peers]\n" COLL_B " = h:2\n",
+	  -EINVAL, ": peer '" COLL_B "' and the local node '" COLL_A "' have the same node id " COLL_ID "; rename one" },
+	{ "peers without listen", "[daemon]\nnode = a\n[peers]\nb = h:1\n", -EINVAL,
+	  ": [peers] given but [transport] listen is not set" },
+};
+
+static void test_bad_file(int i)
+{
+	const struct bad_case *bc = &bad_cases[i];
+	struct config c, before;
+	char err[ERRLEN];
+	int rc;
+
+	memset(err, 'x', sizeof(err));
+	rc = load_text(bc->text, &c, err, sizeof(err));
+	ck_assert_msg(rc == bc->rc, "%s: rc %d, expected %d (%s)", bc->name, rc, bc->rc, err);
+	assert_err(bc->name, err, bc->msg);
+	ck_assert_msg(strchr(err, '\n') == NULL, "%s: message is not one line", bc->name);
+
+	/* A bad file leaves the configuration as it was. */
+	ck_assert_int_eq(config_defaults(&before), 0);
+	ck_assert_msg(config_eq(&c, &before), "%s: config changed", bc->name);
+}
+
+START_TEST(bad_file)
+{
+	test_bad_file(_i);
+}
+END_TEST
+
+START_TEST(too_many_peers)
+{
+	size_t cap = 32 + (CONFIG_PEERS_MAX + 1) * 32;
+	char *text = malloc(cap);
+	struct config c;
+	char err[ERRLEN];
+	size_t off;
+	int i, rc;
+
+	ck_assert_ptr_nonnull(text);
+	off = (size_t)snprintf(text, cap, LISTEN "[peers]\n");
+	for (i = 0; i <= CONFIG_PEERS_MAX; i++)
+		off += (size_t)snprintf(text + off, cap - off, "p%d = h:%d\n", i, i + 1);
+	rc = load_text(text, &c, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	/* Lines 1-3 are the header; p256 is on line 4 + 256. */
+	assert_err("too many peers", err,
+		   ":260: [peers] p256: too many peers (allowed: up to 256)");
+
+	/* Exactly the maximum is fine. */
+	off = (size_t)snprintf(text, cap, LISTEN "[peers]\n");
+	for (i = 0; i < CONFIG_PEERS_MAX; i++)
+		off += (size_t)snprintf(text + off, cap - off, "p%d = h:%d\n", i, i + 1);
+	rc = load_text(text, &c, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
+	ck_assert_str_eq(c.peers[255].name, "p255");
+	ck_assert_uint_eq(c.peers[255].port, 256);
+	free(text);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+	struct config c;
+	char err[ERRLEN];
+	const char *path = "/tmp/sluice-test-config-does-not-exist.conf";
+
+	unlink(path);
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert_int_eq(config_load(&c, path, err, sizeof(err)), -ENOENT);
+	ck_assert_str_eq(err, "/tmp/sluice-test-config-does-not-exist.conf: cannot open: No such file or directory");
+}
+END_TEST
+
+START_TEST(directory)
+{
+	struct config c;
+	char err[ERRLEN];
+
+	/* fopen() of a directory succeeds; the first read fails. */
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert_int_eq(config_load(&c, "/tmp", err, sizeof(err)), -EISDIR);
+	ck_assert_str_eq(err, "/tmp: cannot read: Is a directory");
+}
+END_TEST
+
+START_TEST(short_error_buffer)
+{
+	struct config c;
+	char err[12];
+	int rc;
+
+	memset(err, 'x', sizeof(err));
+	rc = load_text("[bogus]\n", &c, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_uint_eq(strlen(err), sizeof(err) - 1);
+	ck_assert_int_eq(strncmp(err, conf_path, sizeof(err) - 1), 0);
+
+	/* No buffer at all: still the right code. */
+	rc = load_text("[bogus]\n", &c, NULL, 0);
+	ck_assert_int_eq(rc, -EINVAL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Good files                                                           */
+/* ------------------------------------------------------------------ */
+
+START_TEST(defaults)
+{
+	struct config c;
+	char host[256] = "";
+
+	memset(&c, 0xa5, sizeof(c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert_int_eq(gethostname(host, sizeof(host)), 0);
+	host[CONFIG_NAME_MAX - 1] = '\0';
+	ck_assert_str_eq(c.node_name, host[0] ? host : "localhost");
+	ck_assert_uint_eq(c.node_id, sl_node_id(c.node_name));
+	ck_assert_str_eq(c.runtime_dir, "/run/sluice");
+	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
+	ck_assert_int_eq(c.transport, XPORT_TCP);
+	ck_assert(!c.listen_set);
+	ck_assert_uint_eq(c.eager_max, 65536);
+	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
+	ck_assert_uint_eq(c.max_queues, 1024);
+	ck_assert_uint_eq(c.n_peers, 0);
+}
+END_TEST
+
+START_TEST(empty_file)
+{
+	struct config c, before;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(load_text("", &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_int_eq(config_defaults(&before), 0);
+	ck_assert(config_eq(&c, &before));
+
+	ck_assert_int_eq(load_text("; only a comment\n\n# and another\n[daemon]\n", &c, err, sizeof(err)), 0);
+	ck_assert(config_eq(&c, &before));
+}
+END_TEST
+
+static const char full_file[] =
+	"; sluiced.conf\n"
+	"[daemon]\n"
+	"node = alpha\n"
+	"runtime_dir = /var/run/sluice-test   ; inline comment\n"
+	"log_level = debug\n"
+	"\n"
+	"[transport]\n"
+	"kind = auto\n"
+	"listen = [::1]:7400\n"
+	"eager_max = 4K\n"
+	"\n"
+	"[limits]\n"
+	"arena_bytes = 64M\n"
+	"max_queues = 65536\n"
+	"\n"
+	"[peers]\n"
+	"beta = 10.0.0.2:7401\n"
+	"gamma.example = gamma.example.org:65535\n"
+	"delta_1 = [fe80::1]:1\n";
+
+START_TEST(full_valid_file)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(load_text(full_file, &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_str_eq(c.node_name, "alpha");
+	/* Recomputed for the file's name, not left at the hostname's id. */
+	ck_assert_uint_eq(c.node_id, sl_node_id("alpha"));
+	ck_assert_str_eq(c.runtime_dir, "/var/run/sluice-test");
+	ck_assert_int_eq(c.log_level, LOG_LVL_DEBUG);
+	ck_assert_int_eq(c.transport, XPORT_AUTO);
+	ck_assert(c.listen_set);
+	ck_assert_str_eq(c.listen_host, "::1");
+	ck_assert_uint_eq(c.listen_port, 7400);
+	ck_assert_uint_eq(c.eager_max, 4096);
+	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
+	ck_assert_uint_eq(c.max_queues, 65536);
+
+	ck_assert_uint_eq(c.n_peers, 3);
+	ck_assert_str_eq(c.peers[0].name, "beta");
+	ck_assert_uint_eq(c.peers[0].node_id, sl_node_id("beta"));
+	ck_assert_str_eq(c.peers[0].host, "10.0.0.2");
+	ck_assert_uint_eq(c.peers[0].port, 7401);
+	ck_assert_str_eq(c.peers[1].name, "gamma.example");
+	ck_assert_uint_eq(c.peers[1].node_id, sl_node_id("gamma.example"));
+	ck_assert_str_eq(c.peers[1].host, "gamma.example.org");
+	ck_assert_uint_eq(c.peers[1].port, 65535);
+	ck_assert_str_eq(c.peers[2].name, "delta_1");
+	ck_assert_uint_eq(c.peers[2].node_id, sl_node_id("delta_1"));
+	ck_assert_str_eq(c.peers[2].host, "fe80::1");
+	ck_assert_uint_eq(c.peers[2].port, 1);
+}
+END_TEST
+
+START_TEST(bounds_accepted)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(load_text("[transport]\nkind = tcp\neager_max = 0\nlisten = h:1\n"
+				   "[limits]\narena_bytes = 1m\nmax_queues = 1\n"
+				   "[daemon]\nnode = A-Z.a_z-0.9\nruntime_dir = /\nlog_level = error\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_TCP);
+	ck_assert_uint_eq(c.eager_max, 0);
+	ck_assert_uint_eq(c.arena_bytes, 1u << 20);
+	ck_assert_uint_eq(c.max_queues, 1);
+	ck_assert_str_eq(c.node_name, "A-Z.a_z-0.9");
+	ck_assert_uint_eq(c.node_id, sl_node_id("A-Z.a_z-0.9"));
+	ck_assert_str_eq(c.runtime_dir, "/");
+	ck_assert_int_eq(c.log_level, LOG_LVL_ERR);
+
+	ck_assert_int_eq(load_text("[transport]\neager_max = 1M\n[limits]\narena_bytes = 16g\n"
+				   "[daemon]\nnode = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.eager_max, 1u << 20);
+	ck_assert_uint_eq(c.arena_bytes, 16ull << 30);
+	ck_assert_uint_eq(strlen(c.node_name), 63);
+}
+END_TEST
+
+START_TEST(crlf_and_bom)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(load_text("\xEF\xBB\xBF[daemon]\r\nnode = crlf\r\n\r\n[limits]\r\nmax_queues = 7\r\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.node_name, "crlf");
+	ck_assert_uint_eq(c.max_queues, 7);
+
+	/* Line numbers still count CRLF lines. */
+	ck_assert_int_eq(load_text("[daemon]\r\nnode = a\r\nbad = 1\r\n", &c, err, sizeof(err)), -EINVAL);
+	assert_err("crlf", err, ":3: [daemon] bad: unknown key (allowed: node, runtime_dir, log_level)");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* config_parse_hostport                                                */
+/* ------------------------------------------------------------------ */
+
+struct hp_case {
+	const char *in;
+	int rc;
+	const char *host;
+	uint16_t port;
+};
+
+static const struct hp_case hp_cases[] = {
+	{ "h:1", 0, "h", 1 },
+	{ "localhost:7400", 0, "localhost", 7400 },
+	{ "10.0.0.1:65535", 0, "10.0.0.1", 65535 },
+	{ "[::1]:7400", 0, "::1", 7400 },
+	{ "[fe80::1%eth0]:80", 0, "fe80::1%eth0", 80 },
+	{ "h:007400", 0, "h", 7400 },
+	{ "", -EINVAL, NULL, 0 },
+	{ "h", -EINVAL, NULL, 0 },
+	{ "h:", -EINVAL, NULL, 0 },
+	{ ":7400", -EINVAL, NULL, 0 },
+	{ "h:0", -EINVAL, NULL, 0 },
+	{ "h:65536", -EINVAL, NULL, 0 },
+	{ "h:70000", -EINVAL, NULL, 0 },
+	{ "h:99999999999999999999999", -EINVAL, NULL, 0 },
+	{ "h:74x", -EINVAL, NULL, 0 },
+	{ "h:+74", -EINVAL, NULL, 0 },
+	{ "h:-1", -EINVAL, NULL, 0 },
+	{ "h: 74", -EINVAL, NULL, 0 },
+	{ "h:74 ", -EINVAL, NULL, 0 },
+	{ "a b:1", -EINVAL, NULL, 0 },
+	{ "::1:7400", -EINVAL, NULL, 0 },
+	{ "[::1]", -EINVAL, NULL, 0 },
+	{ "[::1]:", -EINVAL, NULL, 0 },
+	{ "[::1]7400", -EINVAL, NULL, 0 },
+	{ "[::1:7400", -EINVAL, NULL, 0 },
+	{ "[]:7400", -EINVAL, NULL, 0 },
+	{ "[::1]:0", -EINVAL, NULL, 0 },
+	{ "[::1]:7400]", -EINVAL, NULL, 0 },
+};
+
+START_TEST(hostport)
+{
+	const struct hp_case *hc = &hp_cases[_i];
+	char host[CONFIG_HOST_MAX];
+	uint16_t port = 4242;
+	int rc;
+
+	strcpy(host, "untouched");
+	rc = config_parse_hostport(hc->in, host, sizeof(host), &port);
+	ck_assert_msg(rc == hc->rc, "'%s': rc %d, expected %d", hc->in, rc, hc->rc);
+	if (rc == 0) {
+		ck_assert_str_eq(host, hc->host);
+		ck_assert_uint_eq(port, hc->port);
+	} else {
+		ck_assert_str_eq(host, "untouched");
+		ck_assert_uint_eq(port, 4242);
+	}
+}
+END_TEST
+
+START_TEST(hostport_host_buffer)
+{
+	char host[4];
+	uint16_t port = 0;
+
+	/* hostlen counts the NUL: 3 characters fit, 4 do not. */
+	ck_assert_int_eq(config_parse_hostport("abc:1", host, sizeof(host), &port), 0);
+	ck_assert_str_eq(host, "abc");
+	ck_assert_int_eq(config_parse_hostport("abcd:1", host, sizeof(host), &port), -EINVAL);
+	ck_assert_int_eq(config_parse_hostport("[::12]:1", host, sizeof(host), &port), -EINVAL);
+	ck_assert_int_eq(config_parse_hostport("[::1]:1", host, sizeof(host), &port), 0);
+	ck_assert_str_eq(host, "::1");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* config_parse_bytes                                                   */
+/* ------------------------------------------------------------------ */
+
+struct bytes_case {
+	const char *in;
+	uint64_t min, max;
+	int rc;
+	uint64_t out;
+};
+
+#define U64MAX UINT64_MAX
+
+static const struct bytes_case bytes_cases[] = {
+	{ "0", 0, U64MAX, 0, 0 },
+	{ "65536", 0, U64MAX, 0, 65536 },
+	{ "1K", 0, U64MAX, 0, 1024 },
+	{ "1k", 0, U64MAX, 0, 1024 },
+	{ "64M", 0, U64MAX, 0, 64ull << 20 },
+	{ "64m", 0, U64MAX, 0, 64ull << 20 },
+	{ "16G", 0, U64MAX, 0, 16ull << 30 },
+	{ "1g", 0, U64MAX, 0, 1ull << 30 },
+	{ "0K", 0, U64MAX, 0, 0 },
+	{ "0001", 0, U64MAX, 0, 1 },
+	{ "18446744073709551615", 0, U64MAX, 0, U64MAX },
+	{ "17179869183G", 0, U64MAX, 0, 17179869183ull << 30 },
+	/* Range, inclusive at both ends. */
+	{ "1M", 1ull << 20, 16ull << 30, 0, 1ull << 20 },
+	{ "16G", 1ull << 20, 16ull << 30, 0, 16ull << 30 },
+	{ "1048575", 1ull << 20, 16ull << 30, -ERANGE, 0 },
+	{ "17179869185", 1ull << 20, 16ull << 30, -ERANGE, 0 },
+	{ "1K", 2048, U64MAX, -ERANGE, 0 },
+	/*
+	 * Too large for 64 bits: well-formed, so -ERANGE like any other value
+	 * above max, whether the digits or the suffix overflow.
+	 */
+	{ "18446744073709551616", 0, U64MAX, -ERANGE, 0 },
+	{ "99999999999999999999999999", 0, U64MAX, -ERANGE, 0 },
+	{ "17179869184G", 0, U64MAX, -ERANGE, 0 },
+	{ "18014398509481984K", 0, U64MAX, -ERANGE, 0 },
+	/* Syntax is checked before range. */
+	{ "99999999999999999999Q", 0, U64MAX, -EINVAL, 0 },
+	{ "", 0, U64MAX, -EINVAL, 0 },
+	{ "K", 0, U64MAX, -EINVAL, 0 },
+	{ "-1", 0, U64MAX, -EINVAL, 0 },
+	{ "+1", 0, U64MAX, -EINVAL, 0 },
+	{ " 1", 0, U64MAX, -EINVAL, 0 },
+	{ "1 ", 0, U64MAX, -EINVAL, 0 },
+	{ "1 K", 0, U64MAX, -EINVAL, 0 },
+	{ "1KB", 0, U64MAX, -EINVAL, 0 },
+	{ "1KK", 0, U64MAX, -EINVAL, 0 },
+	{ "1T", 0, U64MAX, -EINVAL, 0 },
+	{ "12Q", 0, U64MAX, -EINVAL, 0 },
+	{ "0x10", 0, U64MAX, -EINVAL, 0 },
+	{ "1.5M", 0, U64MAX, -EINVAL, 0 },
+};
+
+START_TEST(bytes)
+{
+	const struct bytes_case *bc = &bytes_cases[_i];
+	uint64_t out = 4242;
+	int rc;
+
+	rc = config_parse_bytes(bc->in, bc->min, bc->max, &out);
+	ck_assert_msg(rc == bc->rc, "'%s': rc %d, expected %d", bc->in, rc, bc->rc);
+	ck_assert_uint_eq(out, rc == 0 ? bc->out : 4242);
+}
+END_TEST
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc;
+
+	tc = tcase_create("bad files");
+	tcase_add_loop_test(tc, bad_file, 0, N_OF(bad_cases));
+	tcase_add_test(tc, too_many_peers);
+	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, directory);
+	tcase_add_test(tc, short_error_buffer);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("good files");
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, empty_file);
+	tcase_add_test(tc, full_valid_file);
+	tcase_add_test(tc, bounds_accepted);
+	tcase_add_test(tc, crlf_and_bom);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("parsers");
+	tcase_add_loop_test(tc, hostport, 0, N_OF(hp_cases));
+	tcase_add_test(tc, hostport_host_buffer);
+	tcase_add_loop_test(tc, bytes, 0, N_OF(bytes_cases));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
