@@ -68,8 +68,8 @@ static inline int sl_ring_init(struct sl_ring *r, void *base, uint64_t seg_size,
 	uint64_t n = off->ring_entries;
 	uint8_t *b = base;
 
-	if (n == 0 || (n & (n - 1)) != 0 || n > (1u << 24) ||
-	    off->entry_size != want_entry_size || off->rsvd != 0)
+	if (n == 0 || (n & (n - 1)) != 0 || n > (1u << 24) || want_entry_size == 0 ||
+	    off->entry_size != want_entry_size || off->rsvd != 0 || seg_size < 4)
 		return -EPROTO;
 	if (off->head > seg_size - 4 || off->tail > seg_size - 4 ||
 	    off->flags > seg_size - 4 || (off->head | off->tail | off->flags) & 3)
@@ -129,7 +129,8 @@ static inline void sl_ring_prod_commit(struct sl_ring *r, uint32_t n)
 /*
  * sl_ring_cons_avail - entries ready for the consumer, refreshing the cached
  * producer index only when the ring looks empty.
- * Returns the count or -EPROTO when the producer's index is impossible.
+ * Returns the count or -EPROTO when the producer's index is impossible;
+ * -EPROTO is final for the ring (the peer broke the protocol).
  */
 static inline int64_t sl_ring_cons_avail(struct sl_ring *r)
 {

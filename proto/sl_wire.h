@@ -119,10 +119,12 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * sl_wire_encode - write the header of @f (common + type part) to @buf.
  * @f->hdr_len is ignored and taken from the type.  The payload is not
  * written; the caller sends @f->payload_len bytes after the header.
- * Returns the header length in bytes, -EINVAL when @f is not a valid frame
- * (unknown type, payload on a type that has none, payload over
- * SL_WIRE_PAYLOAD_MAX, non-zero seq on a control frame), or -ENOSPC when
- * @cap is too small.  Thread-safe (no state).
+ * Returns the header length in bytes, -EINVAL when @f is not a frame that
+ * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
+ * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a data
+ * frame or non-zero on a control frame, a bad NAK status or nak_seq 0, a
+ * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY), or -ENOSPC when @cap is
+ * too small.  Thread-safe (no state).
  */
 int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
 
@@ -136,7 +138,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * hdr_len not the type's length, flags or reserved fields non-zero, payload
  * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a data
  * frame with seq 0 or a control frame with seq != 0, a NAK whose status is
- * not a NAK or error status.  Never reads past @buf + @len.  Thread-safe.
+ * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
+ * SL_NODE_LOCAL or SL_NODE_ANY.  Bytes after the frame are not looked at.  Never reads past @buf + @len.  Thread-safe.
  */
 int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f);
 

@@ -1,0 +1,250 @@
+/*
+ * wire.c - encoding and validation of link frames; see sl_wire.h.
+ *
+ * Byte-by-byte little-endian access keeps the code independent of host
+ * byte order and of the buffer's alignment (stream buffers are not
+ * aligned).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sl_wire.h"
+#include "sluice.h"
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+uint32_t sl_wire_hdr_len(uint8_t type)
+{
+	switch (type) {
+	case SL_WIRE_HELLO:
+		return SL_WIRE_HELLO_LEN;
+	case SL_WIRE_EAGER:
+		return SL_WIRE_EAGER_LEN;
+	case SL_WIRE_ACK:
+		return SL_WIRE_ACK_LEN;
+	case SL_WIRE_NAK:
+		return SL_WIRE_NAK_LEN;
+	default:
+		return 0;
+	}
+}
+
+static int is_data_type(uint8_t type)
+{
+	return type == SL_WIRE_EAGER;
+}
+
+static int nak_status_valid(uint32_t status)
+{
+	/* Listed explicitly so that adding a status to enum sl_status is a
+	 * deliberate wire change, not a silent one. */
+	switch (status) {
+	case SL_NAK_BUSY:
+	case SL_NAK_RECEIVER_FULL:
+	case SL_ERR_NO_ENDPOINT:
+	case SL_ERR_TRUNCATED:
+	case SL_ERR_PEER_DOWN:
+	case SL_ERR_PEER_RESTARTED:
+	case SL_ERR_CANCELED:
+	case SL_ERR_INVALID:
+	case SL_ERR_ACCESS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The checks shared by encoder and decoder, on host-order fields, so that
+ * whatever the encoder accepts the decoder accepts too.
+ */
+static int frame_valid(uint8_t type, uint16_t flags, uint32_t payload_len,
+		       uint64_t seq)
+{
+	if (sl_wire_hdr_len(type) == 0 || flags != 0)
+		return 0;
+	if (payload_len > SL_WIRE_PAYLOAD_MAX)
+		return 0;
+	if (payload_len != 0 && type != SL_WIRE_EAGER)
+		return 0;
+	if (is_data_type(type) ? seq == 0 : seq != 0)
+		return 0;
+	return 1;
+}
+
+/* A real node's id: never SL_NODE_LOCAL nor SL_NODE_ANY (sl_node_id folds
+ * them away). */
+static int node_id_valid(uint32_t id)
+{
+	return id != SL_NODE_LOCAL && id != SL_NODE_ANY;
+}
+
+int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
+{
+	uint32_t hlen = sl_wire_hdr_len(f->type);
+	uint8_t *p = buf;
+
+	if (!frame_valid(f->type, f->flags, f->payload_len, f->seq))
+		return -EINVAL;
+	if (f->type == SL_WIRE_NAK &&
+	    (!nak_status_valid(f->u.nak.status) || f->u.nak.nak_seq == 0))
+		return -EINVAL;
+	if (f->type == SL_WIRE_HELLO && !node_id_valid(f->u.hello.node_id))
+		return -EINVAL;
+	if (cap < hlen)
+		return -ENOSPC;
+
+	/* Zeroing first covers every rsvd field, whatever the layout. */
+	memset(p, 0, hlen);
+	p[0] = SL_WIRE_VERSION;
+	p[1] = f->type;
+	put_u16(p + 2, f->flags);
+	put_u32(p + 4, hlen);
+	put_u32(p + 8, f->payload_len);
+	put_u64(p + 16, f->seq);
+	put_u64(p + 24, f->ack);
+
+	switch (f->type) {
+	case SL_WIRE_HELLO:
+		put_u32(p + 32, f->u.hello.node_id);
+		put_u32(p + 36, f->u.hello.eager_max);
+		put_u64(p + 40, f->u.hello.incarnation);
+		put_u64(p + 48, f->u.hello.last_rx_seq);
+		break;
+	case SL_WIRE_EAGER:
+		put_u32(p + 32, f->u.eager.src_port);
+		put_u32(p + 36, f->u.eager.dst_port);
+		put_u64(p + 40, f->u.eager.tag);
+		put_u32(p + 48, f->u.eager.dst_node);
+		break;
+	case SL_WIRE_NAK:
+		put_u64(p + 32, f->u.nak.nak_seq);
+		put_u32(p + 40, f->u.nak.status);
+		break;
+	default:
+		break;
+	}
+	return (int)hlen;
+}
+
+int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
+{
+	const uint8_t *p = buf;
+	struct sl_wire_frame tmp;
+	uint32_t hlen;
+
+	/* Reject garbage as soon as the bytes that prove it are here, so a
+	 * stream reader does not wait for a header that cannot come. */
+	if (len >= 1 && p[0] != SL_WIRE_VERSION)
+		return -EPROTO;
+	if (len >= 2 && sl_wire_hdr_len(p[1]) == 0)
+		return -EPROTO;
+	if (len < SL_WIRE_COMMON_LEN)
+		return -EAGAIN;
+
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.type = p[1];
+	tmp.flags = get_u16(p + 2);
+	tmp.hdr_len = get_u32(p + 4);
+	tmp.payload_len = get_u32(p + 8);
+	tmp.seq = get_u64(p + 16);
+	tmp.ack = get_u64(p + 24);
+	hlen = sl_wire_hdr_len(tmp.type);
+
+	if (tmp.hdr_len != hlen || get_u32(p + 12) != 0 ||
+	    !frame_valid(tmp.type, tmp.flags, tmp.payload_len, tmp.seq))
+		return -EPROTO;
+	if (len < hlen)
+		return -EAGAIN;
+
+	switch (tmp.type) {
+	case SL_WIRE_HELLO:
+		if (get_u64(p + 56) != 0)
+			return -EPROTO;
+		tmp.u.hello.node_id = get_u32(p + 32);
+		if (!node_id_valid(tmp.u.hello.node_id))
+			return -EPROTO;
+		tmp.u.hello.eager_max = get_u32(p + 36);
+		tmp.u.hello.incarnation = get_u64(p + 40);
+		tmp.u.hello.last_rx_seq = get_u64(p + 48);
+		break;
+	case SL_WIRE_EAGER:
+		if (get_u32(p + 52) != 0)
+			return -EPROTO;
+		tmp.u.eager.src_port = get_u32(p + 32);
+		tmp.u.eager.dst_port = get_u32(p + 36);
+		tmp.u.eager.tag = get_u64(p + 40);
+		tmp.u.eager.dst_node = get_u32(p + 48);
+		break;
+	case SL_WIRE_NAK:
+		if (get_u32(p + 44) != 0)
+			return -EPROTO;
+		tmp.u.nak.nak_seq = get_u64(p + 32);
+		tmp.u.nak.status = get_u32(p + 40);
+		/* Data seqs start at 1: a NAK for 0 names no frame. */
+		if (!nak_status_valid(tmp.u.nak.status) || tmp.u.nak.nak_seq == 0)
+			return -EPROTO;
+		break;
+	default:
+		break;
+	}
+	/* The caller's frame is touched only on success, so a failed decode
+	 * never leaves half-validated fields behind. */
+	*f = tmp;
+	return (int)hlen;
+}
+
+int sl_wire_decode(const void *buf, size_t len, struct sl_wire_frame *f)
+{
+	struct sl_wire_frame tmp;
+	int rc = sl_wire_decode_hdr(buf, len, &tmp);
+
+	/* A datagram is all there will ever be: a short header is final. */
+	if (rc == -EAGAIN)
+		return -EPROTO;
+	if (rc < 0)
+		return rc;
+	if (len - (size_t)rc < tmp.payload_len)
+		return -EMSGSIZE;
+	*f = tmp;
+	return rc;
+}
