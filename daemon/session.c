@@ -224,14 +224,34 @@ static bool socket_alive(const struct sockaddr_un *sun)
 	return alive;
 }
 
+/* mkdir -p: the runtime directory's parents may not exist yet (tmpfs). */
+static int mkdir_parents(const char *path, mode_t mode)
+{
+	char buf[CONFIG_PATH_MAX];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		buf[i] = path[i];
+	}
+	return 0;
+}
+
 int session_listen(struct daemon *d)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd, rc;
 
-	if (mkdir(d->cfg.runtime_dir, 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
-		log_err("runtime directory %s: %m", d->cfg.runtime_dir);
+	rc = mkdir_parents(d->cfg.runtime_dir, 0755);
+	if (rc) {
+		log_err("runtime directory %s: %s", d->cfg.runtime_dir, strerror(-rc));
 		return rc;
 	}
 	snprintf(d->ctl_path, sizeof(d->ctl_path), "%s/%s", d->cfg.runtime_dir,
