@@ -33,28 +33,26 @@ void daemon_flush_cq_wakeups(struct daemon *d)
 
 unsigned daemon_progress(struct daemon *d)
 {
-	struct queue *q, *next;
+	struct session *bad = NULL;
+	struct queue *q;
 	unsigned work = 0;
 
-	for (q = TAILQ_FIRST(&d->queues); q; q = next) {
+	TAILQ_FOREACH(q, &d->queues, all) {
 		int rc = queue_drain(q, PASS_BUDGET);
 
-		next = TAILQ_NEXT(q, all);
 		if (rc < 0) {
-			struct session *s = q->owner;
-
+			/* Drop the client after the walk: its queues may sit
+			 * anywhere in the list. */
 			d->ctr.ring_errors++;
+			bad = q->owner;
 			log_warn("client pid %d: queue %u: corrupt ring index; dropping client",
-				 s ? (int)s->pid : -1, q->id);
-			/* Skip the session's other queues we are about to free. */
-			while (next && next->owner == s)
-				next = TAILQ_NEXT(next, all);
-			if (s)
-				session_destroy(s);
-			continue;
+				 bad ? (int)bad->pid : -1, q->id);
+			break;
 		}
 		work += (unsigned)rc;
 	}
+	if (bad)
+		session_destroy(bad);
 	link_flush_all(d);
 	daemon_flush_cq_wakeups(d);
 	return work;
