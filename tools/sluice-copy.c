@@ -1,0 +1,885 @@
+/*
+ * sluice-copy - copy a file to another process (on this node or another one)
+ * over libsluice, checked end to end with SHA-256.
+ *
+ *   sluice-copy --recv --port P --out FILE [--socket PATH] [--ready-file F]
+ *   sluice-copy --send FILE --to NODE:PORT [--socket PATH] [--chunk BYTES]
+ *               [--window N]
+ *
+ * Protocol.  A tag's low byte is its kind; chunks carry their index above it.
+ *   1 HEADER  sender -> receiver: file size (u64), chunk size (u32), sender
+ *             window (u32), little-endian.
+ *   5 READY   receiver -> sender: the window it posted (u32 LE), sent once
+ *             its chunk receives are posted, so chunks arrive to posted
+ *             receives (the expected path) instead of queueing unexpected.
+ *   2 CHUNK   sender -> receiver, tag 2 | index << 8, chunk-size bytes (the
+ *             last one shorter).
+ *   3 TRAILER sender -> receiver: SHA-256 (32 bytes) of what was read.
+ *   4 ACK     receiver -> sender: 1 byte, 1 = digests match, 0 = mismatch.
+ * Both sides print "sha256 <hex> <bytes> bytes sent|received" on stdout and
+ * the throughput on stderr.  The receiver exits 1 on a mismatch (the output
+ * file is left for inspection), the sender exits 1 unless ACK says match.
+ *
+ * Back-pressure.  A NAK (SL_NAK_BUSY, SL_NAK_RECEIVER_FULL) means the message
+ * was not delivered, so the sender posts that same chunk again after a back-
+ * off (20 us doubling to ~10 ms, at most 1000 times).  Chunks behind it may
+ * already have been accepted, so a retried chunk can arrive after its
+ * successors: that is why chunks carry their index.  The receiver holds an
+ * early chunk in its buffer until the gap is filled and writes and hashes
+ * strictly in order.  This cannot deadlock: the sender only sends chunk j
+ * when every chunk below j - W has completed SL_OK (a sliding window, slot
+ * j % W), and since messages of one source match in send order, the chunks
+ * held early lie within (next, next + W) - at most W - 1 buffers - so one of
+ * the receiver's W receives is always posted for the missing chunk.  The
+ * window is min(sender's, receiver's).  Without NAKs chunks simply arrive in
+ * order and nothing is held.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "sluice.h"
+
+#define PROG "sluice-copy"
+
+#define KIND_MASK 0xffu
+enum kind { K_HDR = 1, K_CHUNK = 2, K_TRAILER = 3, K_ACK = 4, K_READY = 5 };
+#define CHUNK_TAG(i) ((uint64_t)K_CHUNK | ((uint64_t)(i) << 8))
+
+#define HDR_LEN 16
+#define READY_LEN 4
+#define SHA_LEN 32
+#define CHUNK_MAX (16u << 20)
+#define WINDOW_MAX 1024u
+#define NAK_RETRIES 1000
+
+/* One descriptor; its address is the user_ctx of every post of it. */
+struct op {
+	enum kind kind;
+	bool send;
+	bool inflight;
+	unsigned slot;
+	unsigned naks;		/* consecutive NAKs of this op */
+	sl_addr_t peer;		/* send: destination; receive: source filter */
+	uint64_t tag, mask;
+	void *buf;
+	size_t len;		/* send: length; receive: capacity */
+};
+
+/* A queue plus the completions polled but not handled yet. */
+struct ep {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe *bl;
+	unsigned bl_cap, bl_head, bl_tail;
+	uint64_t naks;
+};
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs(" (try --help)\n", stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Unsigned decimal with an optional K or M suffix (powers of 1024). */
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end == 'k' || *end == 'K') {
+		if (v > UINT64_MAX >> 10)
+			return -1;
+		v <<= 10;
+		end++;
+	} else if (*end == 'm' || *end == 'M') {
+		if (v > UINT64_MAX >> 20)
+			return -1;
+		v <<= 20;
+		end++;
+	}
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* SHA-256 (OpenSSL EVP)                                                */
+/* ------------------------------------------------------------------ */
+
+static EVP_MD_CTX *sha_new(void)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		die("EVP_DigestInit_ex(sha256) failed");
+	return md;
+}
+
+static void sha_update(EVP_MD_CTX *md, const void *p, size_t n)
+{
+	if (EVP_DigestUpdate(md, p, n) != 1)
+		die("EVP_DigestUpdate failed");
+}
+
+static void sha_final(EVP_MD_CTX *md, uint8_t out[SHA_LEN])
+{
+	unsigned len = 0;
+
+	if (EVP_DigestFinal_ex(md, out, &len) != 1 || len != SHA_LEN)
+		die("EVP_DigestFinal_ex failed");
+	EVP_MD_CTX_free(md);
+}
+
+static void hex(const uint8_t *d, char out[2 * SHA_LEN + 1])
+{
+	for (int i = 0; i < SHA_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue, posting and completions                                       */
+/* ------------------------------------------------------------------ */
+
+static void ep_open(struct ep *e, const char *sock, uint32_t port,
+		    unsigned window)
+{
+	uint32_t depth = 16;
+	int rc;
+
+	/* Room for the window plus header, trailer, READY and ACK. */
+	while (depth < window + 16)
+		depth <<= 1;
+	memset(e, 0, sizeof(*e));
+	rc = sl_open(sock, &e->ctx);
+	if (rc < 0)
+		die("cannot connect to sluiced (%s): %s",
+		    sock ? sock : "default socket", strerror(-rc));
+	rc = sl_queue_open(e->ctx, port, depth, &e->q);
+	if (rc < 0)
+		die("cannot open a queue on port %" PRIu32 ": %s", port,
+		    strerror(-rc));
+	/* The CQ holds 2 x depth: a backlog that size always has room. */
+	e->bl_cap = 2 * depth;
+	e->bl = calloc(e->bl_cap, sizeof(*e->bl));
+	if (!e->bl)
+		die("out of memory");
+}
+
+static void ep_close(struct ep *e)
+{
+	sl_queue_close(e->q);
+	sl_close(e->ctx);
+	free(e->bl);
+}
+
+static void *ep_alloc(struct ep *e, size_t len)
+{
+	void *p = sl_alloc(e->q, len);
+
+	if (!p)
+		die("arena full: cannot allocate %zu bytes (arena is %zu bytes)",
+		    len, sl_arena_size(e->q));
+	return p;
+}
+
+/* Move what the CQ holds into the backlog; returns how many. */
+static unsigned ep_absorb(struct ep *e)
+{
+	int n;
+
+	if (e->bl_head == e->bl_tail) {
+		e->bl_head = e->bl_tail = 0;
+	} else if (e->bl_tail == e->bl_cap && e->bl_head > 0) {
+		memmove(e->bl, e->bl + e->bl_head,
+			(e->bl_tail - e->bl_head) * sizeof(*e->bl));
+		e->bl_tail -= e->bl_head;
+		e->bl_head = 0;
+	}
+	if (e->bl_tail == e->bl_cap)
+		return 0;
+	n = sl_poll(e->q, e->bl + e->bl_tail, e->bl_cap - e->bl_tail);
+	if (n < 0)
+		die("sl_poll: %s", strerror(-n));
+	e->bl_tail += (unsigned)n;
+	return (unsigned)n;
+}
+
+static void ep_sleep(struct ep *e, int timeout_ms)
+{
+	int rc = sl_wait(e->q, timeout_ms);
+
+	if (rc < 0 && rc != -EINTR)
+		die("sl_wait: %s", strerror(-rc));
+}
+
+static struct sl_cqe ep_next(struct ep *e)
+{
+	while (e->bl_head == e->bl_tail && !ep_absorb(e))
+		ep_sleep(e, -1);
+	return e->bl[e->bl_head++];
+}
+
+static void op_post(struct ep *e, struct op *op)
+{
+	for (;;) {
+		int rc = op->send
+			? sl_send(e->q, op->peer, op->tag, op->buf, op->len,
+				  (uintptr_t)op)
+			: sl_recv(e->q, op->peer, op->tag, op->mask, op->buf,
+				  op->len, (uintptr_t)op);
+
+		if (rc == 0) {
+			op->inflight = true;
+			return;
+		}
+		if (rc != -EAGAIN)
+			die("%s: %s", op->send ? "sl_send" : "sl_recv",
+			    strerror(-rc));
+		/*
+		 * SQ full.  The daemon takes a descriptor only when it holds
+		 * a CQ slot for it, so free CQ slots by polling into the
+		 * backlog, then retry.
+		 */
+		if (!ep_absorb(e))
+			ep_sleep(e, 1);
+	}
+}
+
+static void op_init(struct op *op, enum kind kind, bool send, sl_addr_t peer,
+		    uint64_t tag, void *buf, size_t len)
+{
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->send = send;
+	op->peer = peer;
+	op->tag = tag;
+	op->mask = UINT64_MAX;
+	op->buf = buf;
+	op->len = len;
+}
+
+static const char *kind_name(enum kind k)
+{
+	static const char *const names[] = {
+		[K_HDR] = "header", [K_CHUNK] = "chunk", [K_TRAILER] = "trailer",
+		[K_ACK] = "ack", [K_READY] = "ready",
+	};
+
+	return k >= K_HDR && k <= K_READY ? names[k] : "?";
+}
+
+/*
+ * Account one completion.  Returns its op when it succeeded; a NAK is
+ * retried (same op, same buffer, same tag) after a back-off and NULL
+ * returned; any other status is fatal.
+ */
+static struct op *op_complete(struct ep *e, const struct sl_cqe *c)
+{
+	struct op *op = (struct op *)(uintptr_t)c->user_ctx;
+	struct timespec ts = { 0, 0 };
+
+	op->inflight = false;
+	if (c->status == SL_OK) {
+		op->naks = 0;
+		return op;
+	}
+	if (c->status != SL_NAK_BUSY && c->status != SL_NAK_RECEIVER_FULL)
+		die("%s %s (tag %#" PRIx64 ", %" PRIu64 " bytes, peer %#" PRIx32
+		    ":%" PRIu32 ") failed: %s%s", kind_name(op->kind),
+		    op->send ? "send" : "receive", c->tag, c->len, c->peer.node,
+		    c->peer.port, sl_strerror(c->status),
+		    c->status == SL_ERR_INVALID && op->send
+		    ? " (chunk above the daemon's eager_max? try --chunk 64K)" : "");
+	e->naks++;
+	if (++op->naks > NAK_RETRIES)
+		die("%s %s: still %s after %d retries", kind_name(op->kind),
+		    op->send ? "send" : "receive", sl_strerror(c->status),
+		    NAK_RETRIES);
+	ts.tv_nsec = 20000L << (op->naks < 10 ? op->naks : 9);
+	nanosleep(&ts, NULL);
+	op_post(e, op);
+	return NULL;
+}
+
+static void check_len(const struct sl_cqe *c, const struct op *op, uint64_t want)
+{
+	if (c->len != want)
+		die("%s message of %" PRIu64 " bytes, expected %" PRIu64,
+		    kind_name(op->kind), c->len, want);
+}
+
+static void __attribute__((noreturn))
+unexpected(const struct op *op)
+{
+	die("unexpected completion of a %s %s", kind_name(op->kind),
+	    op->send ? "send" : "receive");
+}
+
+static void report_rate(const char *what, uint64_t bytes, uint64_t ns,
+			uint64_t naks)
+{
+	double s = ns / 1e9;
+
+	fprintf(stderr, PROG ": %s %" PRIu64 " bytes in %.3f s: %.1f MB/s",
+		what, bytes, s, s > 0 ? bytes / s / 1e6 : 0.0);
+	if (naks)
+		fprintf(stderr, " (%" PRIu64 " NAKs retried)", naks);
+	fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sender                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Fill @buf with exactly @len bytes of the file; it must not end early. */
+static void read_full(int fd, const char *path, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = read(fd, (char *)buf + got, len - got);
+
+		if (r > 0)
+			got += (size_t)r;
+		else if (r == 0)
+			die("%s: file shrank while being sent", path);
+		else if (errno != EINTR)
+			die("%s: read: %s", path, strerror(errno));
+	}
+}
+
+static int run_send(const char *path, const char *sock, sl_addr_t dst,
+		    uint32_t chunk, unsigned window)
+{
+	struct op hdr_tx, ready_rx, trailer_tx, ack_rx, *tx;
+	uint8_t *hdrb, *readyb, *trailerb, *ackb, **bufs;
+	uint64_t size, nchunks, base = 0, next = 0, t0;
+	sl_addr_t receiver = { 0, 0 };
+	char digest[2 * SHA_LEN + 1];
+	EVP_MD_CTX *md;
+	struct stat st;
+	uint32_t rw;
+	unsigned w;
+	uint8_t verdict;
+	struct ep e;
+	bool *done;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		die("%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		die("%s: not a regular file (the size is sent first)", path);
+	size = (uint64_t)st.st_size;
+	nchunks = (size + chunk - 1) / chunk;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+	ep_open(&e, sock, 0, window);
+	hdrb = ep_alloc(&e, HDR_LEN);
+	readyb = ep_alloc(&e, READY_LEN);
+	trailerb = ep_alloc(&e, SHA_LEN);
+	ackb = ep_alloc(&e, 1);
+	/* As many chunk buffers as the window wants and the arena holds. */
+	bufs = calloc(window, sizeof(*bufs));
+	tx = calloc(window, sizeof(*tx));
+	done = calloc(window, sizeof(*done));
+	if (!bufs || !tx || !done)
+		die("out of memory");
+	for (w = 0; w < window; w++)
+		if (!(bufs[w] = sl_alloc(e.q, chunk)))
+			break;
+	if (w == 0)
+		die("arena (%zu bytes) cannot hold one %" PRIu32 "-byte chunk",
+		    sl_arena_size(e.q), chunk);
+
+	/* HEADER out, READY back (its receive posted first). */
+	op_init(&ready_rx, K_READY, false, SL_ANY_SOURCE, K_READY, readyb,
+		READY_LEN);
+	ready_rx.mask = KIND_MASK;
+	op_post(&e, &ready_rx);
+	put_le64(hdrb, size);
+	put_le32(hdrb + 8, chunk);
+	put_le32(hdrb + 12, w);
+	op_init(&hdr_tx, K_HDR, true, dst, K_HDR, hdrb, HDR_LEN);
+	t0 = now_ns();
+	op_post(&e, &hdr_tx);
+	while (ready_rx.inflight || hdr_tx.inflight) {
+		struct sl_cqe c = ep_next(&e);
+		struct op *op = op_complete(&e, &c);
+
+		if (op == &ready_rx) {
+			check_len(&c, op, READY_LEN);
+			receiver = c.peer;
+		} else if (op && op != &hdr_tx) {
+			unexpected(op);
+		}
+	}
+	rw = get_le32(readyb);
+	if (rw == 0 || rw > w)
+		die("receiver announced window %" PRIu32 " (sent %u)", rw, w);
+	w = rw;
+	op_init(&ack_rx, K_ACK, false, receiver, K_ACK, ackb, 1);
+	op_post(&e, &ack_rx);
+
+	/*
+	 * Sliding window: chunk j goes out only when all chunks below j - w
+	 * completed SL_OK; it lives in slot j % w until its own SL_OK.
+	 */
+	md = sha_new();
+	while (base < nchunks) {
+		struct sl_cqe c;
+		struct op *op;
+
+		while (next < nchunks && next < base + w) {
+			unsigned s = (unsigned)(next % w);
+			size_t len = next + 1 < nchunks ? chunk
+				: (size_t)(size - next * chunk);
+
+			read_full(fd, path, bufs[s], len);
+			sha_update(md, bufs[s], len);
+			op_init(&tx[s], K_CHUNK, true, dst, CHUNK_TAG(next),
+				bufs[s], len);
+			tx[s].slot = s;
+			op_post(&e, &tx[s]);
+			next++;
+		}
+		c = ep_next(&e);
+		op = op_complete(&e, &c);
+		if (!op)
+			continue;
+		if (op == &ack_rx)
+			die("receiver gave up before the end (ack %u)", ackb[0]);
+		if (op->kind != K_CHUNK)
+			unexpected(op);
+		done[op->slot] = true;
+		while (base < next && done[base % w]) {
+			done[base % w] = false;
+			base++;
+		}
+	}
+	close(fd);
+
+	/* TRAILER with our digest, then wait for the verdict. */
+	sha_final(md, trailerb);
+	hex(trailerb, digest);
+	op_init(&trailer_tx, K_TRAILER, true, dst, K_TRAILER, trailerb, SHA_LEN);
+	op_post(&e, &trailer_tx);
+	while (trailer_tx.inflight || ack_rx.inflight) {
+		struct sl_cqe c = ep_next(&e);
+		struct op *op = op_complete(&e, &c);
+
+		if (op == &ack_rx)
+			check_len(&c, op, 1);
+		else if (op && op != &trailer_tx)
+			unexpected(op);
+	}
+	printf("sha256 %s %" PRIu64 " bytes sent\n", digest, size);
+	fflush(stdout);
+	report_rate("sent", size, now_ns() - t0, e.naks);
+	verdict = ackb[0];	/* the arena goes with the queue */
+	free(bufs);
+	free(tx);
+	free(done);
+	ep_close(&e);
+	if (verdict != 1) {
+		fprintf(stderr, PROG ": receiver reports a SHA-256 mismatch\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiver                                                             */
+/* ------------------------------------------------------------------ */
+
+static void write_full(int fd, const char *path, const void *buf, size_t len)
+{
+	size_t put = 0;
+
+	while (put < len) {
+		ssize_t r = write(fd, (const char *)buf + put, len - put);
+
+		if (r >= 0)
+			put += (size_t)r;
+		else if (errno != EINTR)
+			die("%s: write: %s", path, strerror(errno));
+	}
+}
+
+static void write_ready_file(const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	/* Written then renamed, so a waiting script never sees it half made. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fputs("ready\n", f) < 0 || fclose(f) != 0 ||
+	    rename(tmp, path) != 0)
+		die("cannot write %s: %s", path, strerror(errno));
+}
+
+/* A chunk that arrived ahead of a gap, kept in its receive buffer. */
+struct held {
+	struct op *op;
+	uint64_t len;
+};
+
+static int run_recv(const char *out, const char *sock, uint32_t port,
+		    const char *ready_file)
+{
+	struct op hdr_rx, ready_tx, trailer_rx, ack_tx, *rx;
+	uint8_t *hdrb, *readyb, *trailerb, *ackb, mine[SHA_LEN];
+	uint64_t size, nchunks, next = 0, posted = 0, t0, t1;
+	char dhex[2 * SHA_LEN + 1], shex[2 * SHA_LEN + 1];
+	uint32_t chunk, window;
+	struct held *held;
+	sl_addr_t sender;
+	bool match;
+	unsigned w, i;
+	EVP_MD_CTX *md;
+	struct ep e;
+	int fd;
+
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("%s: %s", out, strerror(errno));
+	ep_open(&e, sock, port, WINDOW_MAX);
+	hdrb = ep_alloc(&e, HDR_LEN);
+	readyb = ep_alloc(&e, READY_LEN);
+	trailerb = ep_alloc(&e, SHA_LEN);
+	ackb = ep_alloc(&e, 1);
+	op_init(&hdr_rx, K_HDR, false, SL_ANY_SOURCE, K_HDR, hdrb, HDR_LEN);
+	hdr_rx.mask = KIND_MASK;
+	op_post(&e, &hdr_rx);
+	if (ready_file)
+		write_ready_file(ready_file);
+
+	/* HEADER: who sends, how much, in what pieces. */
+	for (;;) {
+		struct sl_cqe c = ep_next(&e);
+		struct op *op = op_complete(&e, &c);
+
+		if (!op)
+			continue;
+		if (op != &hdr_rx)
+			unexpected(op);
+		check_len(&c, op, HDR_LEN);
+		sender = c.peer;
+		break;
+	}
+	t0 = now_ns();
+	size = get_le64(hdrb);
+	chunk = get_le32(hdrb + 8);
+	window = get_le32(hdrb + 12);
+	if (chunk == 0 || chunk > CHUNK_MAX || window == 0 || window > WINDOW_MAX)
+		die("bad header: chunk %" PRIu32 ", window %" PRIu32, chunk,
+		    window);
+	nchunks = (size + chunk - 1) / chunk;
+
+	/* Post as much of the window as the arena holds, then say READY. */
+	rx = calloc(window, sizeof(*rx));
+	held = calloc(window, sizeof(*held));
+	if (!rx || !held)
+		die("out of memory");
+	for (w = 0; w < window; w++) {
+		void *b = sl_alloc(e.q, chunk);
+
+		if (!b)
+			break;
+		op_init(&rx[w], K_CHUNK, false, sender, K_CHUNK, b, chunk);
+		rx[w].mask = KIND_MASK;
+		rx[w].slot = w;
+	}
+	if (w == 0)
+		die("arena (%zu bytes) cannot hold one %" PRIu32 "-byte chunk",
+		    sl_arena_size(e.q), chunk);
+	for (i = 0; i < w && posted < nchunks; i++, posted++)
+		op_post(&e, &rx[i]);
+	op_init(&trailer_rx, K_TRAILER, false, sender, K_TRAILER, trailerb,
+		SHA_LEN);
+	trailer_rx.mask = KIND_MASK;
+	op_post(&e, &trailer_rx);
+	put_le32(readyb, w);
+	op_init(&ready_tx, K_READY, true, sender, K_READY, readyb, READY_LEN);
+	op_post(&e, &ready_tx);
+
+	/* CHUNKs, written and hashed in index order; then the TRAILER. */
+	md = sha_new();
+	while (next < nchunks || trailer_rx.inflight || ready_tx.inflight) {
+		struct sl_cqe c = ep_next(&e);
+		struct op *op = op_complete(&e, &c);
+		uint64_t idx;
+
+		if (!op || op == &ready_tx)
+			continue;
+		if (op == &trailer_rx) {
+			check_len(&c, op, SHA_LEN);
+			continue;
+		}
+		if (op->kind != K_CHUNK)
+			unexpected(op);
+		idx = c.tag >> 8;
+		if (idx < next || idx >= next + w || idx >= nchunks ||
+		    held[idx % w].op)
+			die("chunk %" PRIu64 " out of window (expecting %" PRIu64
+			    ", window %u)", idx, next, w);
+		check_len(&c, op, idx + 1 < nchunks ? chunk
+			  : size - idx * chunk);
+		held[idx % w].op = op;
+		held[idx % w].len = c.len;
+		while (next < nchunks && held[next % w].op) {
+			struct held *h = &held[next % w];
+
+			write_full(fd, out, h->op->buf, h->len);
+			sha_update(md, h->op->buf, h->len);
+			if (posted < nchunks) {
+				op_post(&e, h->op);
+				posted++;
+			}
+			h->op = NULL;
+			next++;
+		}
+	}
+	t1 = now_ns();
+	if (close(fd) < 0)
+		die("%s: close: %s", out, strerror(errno));
+	sha_final(md, mine);
+	match = memcmp(mine, trailerb, SHA_LEN) == 0;
+	hex(trailerb, shex);	/* the arena goes with the queue */
+
+	/* The verdict goes back to the sender before we report. */
+	ackb[0] = match ? 1 : 0;
+	op_init(&ack_tx, K_ACK, true, sender, K_ACK, ackb, 1);
+	op_post(&e, &ack_tx);
+	while (ack_tx.inflight) {
+		struct sl_cqe c = ep_next(&e);
+		struct op *op = op_complete(&e, &c);
+
+		if (op && op != &ack_tx)
+			unexpected(op);
+	}
+	hex(mine, dhex);
+	printf("sha256 %s %" PRIu64 " bytes received\n", dhex, size);
+	fflush(stdout);
+	report_rate("received", size, t1 - t0, e.naks);
+	free(rx);
+	free(held);
+	ep_close(&e);
+	if (!match) {
+		fprintf(stderr, PROG ": SHA-256 mismatch: sender has %s; %s is"
+			" left as received\n", shex, out);
+		return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Command line                                                         */
+/* ------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " --recv --port P --out FILE [--socket PATH]\n"
+		"                   [--ready-file F]\n"
+		"       " PROG " --send FILE --to NODE:PORT [--socket PATH]\n"
+		"                   [--chunk BYTES] [--window N]\n"
+		"\n"
+		"Copy a file over sluice, verified with SHA-256.\n"
+		"  --recv            receive one file on --port into --out\n"
+		"  --ready-file F    receiver: create F once the port is bound\n"
+		"  --send FILE       send FILE to the receiver at --to\n"
+		"  --to NODE:PORT    NODE is a node name or 'local'\n"
+		"  --socket PATH     daemon socket (default $SLUICE_SOCKET, else "
+		SL_DEFAULT_SOCKET ")\n"
+		"  --chunk BYTES     message size, K/M suffix allowed (default 64K;\n"
+		"                    at most the daemons' eager_max between nodes)\n"
+		"  --window N        chunks in flight, 1..%u (default 16)\n"
+		"  --help            this text\n"
+		"Both sides print 'sha256 <hex> <bytes> bytes sent|received'.\n"
+		"Exit status: 0 digests match, 1 error or mismatch, 2 usage.\n",
+		WINDOW_MAX);
+}
+
+static void parse_to(const char *arg, sl_addr_t *a)
+{
+	const char *colon = strrchr(arg, ':');
+	uint64_t port;
+	char *node;
+
+	if (!colon || colon == arg)
+		bad_usage("--to wants NODE:PORT, got '%s'", arg);
+	if (parse_u64(colon + 1, 1, 65535, &port) < 0)
+		bad_usage("--to: bad port in '%s' (1..65535)", arg);
+	node = strndup(arg, (size_t)(colon - arg));
+	if (!node)
+		die("out of memory");
+	a->node = strcmp(node, "local") == 0 ? SL_NODE_LOCAL : sl_node_id(node);
+	a->port = (uint32_t)port;
+	free(node);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "recv", no_argument, NULL, 'R' },
+		{ "send", required_argument, NULL, 'S' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "to", required_argument, NULL, 't' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *out = NULL, *in = NULL, *ready_file = NULL;
+	bool recv_role = false, have_to = false, send_opts = false;
+	uint64_t port = 0, chunk = 65536, window = 16;
+	sl_addr_t dst = { 0, 0 };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'R':
+			recv_role = true;
+			break;
+		case 'S':
+			in = optarg;
+			break;
+		case 'p':
+			if (parse_u64(optarg, 1, 65535, &port) < 0)
+				bad_usage("bad --port '%s' (1..65535)", optarg);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 't':
+			parse_to(optarg, &dst);
+			have_to = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'c':
+			if (parse_u64(optarg, 1, CHUNK_MAX, &chunk) < 0)
+				bad_usage("bad --chunk '%s' (1..16M)", optarg);
+			send_opts = true;
+			break;
+		case 'w':
+			if (parse_u64(optarg, 1, WINDOW_MAX, &window) < 0)
+				bad_usage("bad --window '%s' (1..%u)", optarg,
+					  WINDOW_MAX);
+			send_opts = true;
+			break;
+		case 'r':
+			ready_file = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fputs("try '" PROG " --help'\n", stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument '%s'", argv[optind]);
+	if (recv_role == !!in)
+		bad_usage("exactly one of --recv or --send FILE is required");
+	if (recv_role) {
+		if (!port || !out)
+			bad_usage("--recv needs --port and --out");
+		if (have_to || send_opts)
+			bad_usage("--to, --chunk and --window are for --send");
+		return run_recv(out, sock, (uint32_t)port, ready_file);
+	}
+	if (!have_to)
+		bad_usage("--send needs --to NODE:PORT");
+	if (port || out || ready_file)
+		bad_usage("--port, --out and --ready-file are for --recv");
+	return run_send(in, sock, dst, (uint32_t)chunk, (unsigned)window);
+}

@@ -1,0 +1,452 @@
+/*
+ * tcp-pingpong - raw TCP ping-pong, the baseline for sluice-perf's latency
+ * test.
+ *
+ *   tcp-pingpong --server --port P [--host H] [--busy-poll]
+ *   tcp-pingpong --client --host H --port P [--size 8] [--iters 100000]
+ *                [--warmup 1000] [--busy-poll] [--json]
+ *
+ * The client first sends an 8-byte header (magic, message size; network
+ * order) so that the server reads whole messages, as a real application
+ * framing its stream would.  Then each iteration writes one message and
+ * reads the echo.  TCP_NODELAY is set on both sides: without it Nagle's
+ * algorithm would hold back small writes and measure the delayed-ACK timer
+ * instead of the stack.  With --busy-poll the sockets are non-blocking and
+ * both sides spin on recv(MSG_DONTWAIT), which removes the scheduler's
+ * wake-up from the round trip (compare with sluice-perf --busy-poll).
+ *
+ * Each round trip is timed with CLOCK_MONOTONIC; the report gives the median
+ * and 99th percentile of the one-way latency (RTT/2, nearest rank) and the
+ * median RTT.  The server serves one client and exits when it closes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#define PROG "tcp-pingpong"
+#define HDR_MAGIC 0x534c5050u	/* "SLPP" */
+#define SIZE_MAX_MSG (16u << 20)
+
+struct opts {
+	int role;		/* 's' or 'c' */
+	const char *host;
+	const char *port;
+	uint64_t size;
+	uint64_t iters;
+	uint64_t warmup;
+	bool busy;
+	bool json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " --server --port P [--host H] [--busy-poll]\n"
+		"       " PROG " --client --host H --port P [--size BYTES] [--iters N]\n"
+		"                    [--warmup N] [--busy-poll] [--json]\n"
+		"\n"
+		"Raw TCP ping-pong (TCP_NODELAY), the baseline for sluice-perf.\n"
+		"  --server         serve one client, exit when it closes\n"
+		"  --client         measure round trips against a server\n"
+		"  --host H         address to bind (server, default 127.0.0.1) or\n"
+		"                   connect to (client, required)\n"
+		"  --port P         TCP port, 1..65535\n"
+		"  --size BYTES     message size, K/M suffix allowed (default 8)\n"
+		"  --iters N        measured round trips (default 100000)\n"
+		"  --warmup N       unmeasured round trips first (default 1000)\n"
+		"  --busy-poll      non-blocking sockets, spin on recv(MSG_DONTWAIT)\n"
+		"  --json           print one JSON object instead of text\n"
+		"  --help           this text\n");
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs(" (try --help)\n", stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+/* Unsigned decimal with an optional K or M suffix (powers of 1024). */
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end == 'k' || *end == 'K') {
+		if (v > UINT64_MAX >> 10)
+			return -1;
+		v <<= 10;
+		end++;
+	} else if (*end == 'm' || *end == 'M') {
+		if (v > UINT64_MAX >> 20)
+			return -1;
+		v <<= 20;
+		end++;
+	}
+	if (*end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Read exactly @n bytes.  Returns 1 when done, 0 on a clean EOF before the
+ * first byte (the peer closed between messages), -1 on error or on EOF in
+ * the middle of a message (errno set).
+ */
+static int read_full(int fd, void *buf, size_t n, bool busy)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = recv(fd, (char *)buf + got, n - got,
+				 busy ? MSG_DONTWAIT : 0);
+
+		if (r > 0) {
+			got += (size_t)r;
+		} else if (r == 0) {
+			if (got == 0)
+				return 0;
+			errno = EPIPE;
+			return -1;
+		} else if (errno == EINTR ||
+			   (busy && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+			continue;
+		} else {
+			return -1;
+		}
+	}
+	return 1;
+}
+
+/* Write exactly @n bytes; MSG_NOSIGNAL turns a closed peer into EPIPE. */
+static int write_full(int fd, const void *buf, size_t n, bool busy)
+{
+	size_t put = 0;
+
+	while (put < n) {
+		ssize_t r = send(fd, (const char *)buf + put, n - put,
+				 MSG_NOSIGNAL | (busy ? MSG_DONTWAIT : 0));
+
+		if (r >= 0)
+			put += (size_t)r;
+		else if (errno == EINTR ||
+			 (busy && (errno == EAGAIN || errno == EWOULDBLOCK)))
+			continue;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+static void set_socket_opts(int fd, bool busy)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		die("setsockopt(TCP_NODELAY): %s", strerror(errno));
+	if (busy) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+			die("fcntl(O_NONBLOCK): %s", strerror(errno));
+	}
+}
+
+static struct addrinfo *resolve(const char *host, const char *port)
+{
+	struct addrinfo hints = { 0 }, *res;
+	int rc;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0)
+		die("%s:%s: %s", host, port, gai_strerror(rc));
+	return res;
+}
+
+static int run_server(const struct opts *o)
+{
+	struct addrinfo *res = resolve(o->host, o->port), *ai;
+	int lfd = -1, fd, one = 1, rc;
+	uint32_t hdr[2];
+	size_t size;
+	char *buf;
+
+	for (ai = res; ai; ai = ai->ai_next) {
+		lfd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			     ai->ai_protocol);
+		if (lfd < 0)
+			continue;
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(lfd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(lfd, 1) == 0)
+			break;
+		close(lfd);
+		lfd = -1;
+	}
+	if (lfd < 0)
+		die("cannot listen on %s:%s: %s", o->host, o->port, strerror(errno));
+	freeaddrinfo(res);
+
+	do
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		die("accept: %s", strerror(errno));
+	close(lfd);
+	set_socket_opts(fd, o->busy);
+
+	rc = read_full(fd, hdr, sizeof(hdr), o->busy);
+	if (rc == 0) {
+		close(fd);
+		return 0;
+	}
+	if (rc < 0)
+		die("reading header: %s", strerror(errno));
+	if (ntohl(hdr[0]) != HDR_MAGIC)
+		die("bad header from client (not " PROG "?)");
+	size = ntohl(hdr[1]);
+	if (size == 0 || size > SIZE_MAX_MSG)
+		die("client asked for message size %zu (allowed 1..%u)",
+		    size, SIZE_MAX_MSG);
+	buf = malloc(size);
+	if (!buf)
+		die("out of memory");
+
+	/* Echo whole messages until the client closes between two of them. */
+	for (;;) {
+		rc = read_full(fd, buf, size, o->busy);
+		if (rc == 0)
+			break;
+		if (rc < 0)
+			die("read: %s", strerror(errno));
+		if (write_full(fd, buf, size, o->busy) < 0)
+			die("write: %s", strerror(errno));
+	}
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array: the ceil(p/100 * n)-th value. */
+static uint64_t percentile(const uint64_t *sorted, uint64_t n, unsigned p)
+{
+	uint64_t rank = (p * n + 99) / 100;
+
+	return sorted[rank ? rank - 1 : 0];
+}
+
+static int run_client(const struct opts *o)
+{
+	struct addrinfo *res = resolve(o->host, o->port), *ai;
+	uint64_t total = o->warmup + o->iters, i, *rtt;
+	uint64_t med, p99;
+	int fd = -1, saved = 0;
+	uint32_t hdr[2];
+	char *tx, *rx;
+
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		die("cannot connect to %s:%s: %s", o->host, o->port,
+		    strerror(saved ? saved : errno));
+	freeaddrinfo(res);
+	/* Non-blocking only after connect, so connect itself stays simple. */
+	set_socket_opts(fd, o->busy);
+
+	tx = calloc(1, o->size);
+	rx = calloc(1, o->size);
+	rtt = calloc(o->iters, sizeof(*rtt));
+	if (!tx || !rx || !rtt)
+		die("out of memory");
+
+	hdr[0] = htonl(HDR_MAGIC);
+	hdr[1] = htonl((uint32_t)o->size);
+	if (write_full(fd, hdr, sizeof(hdr), o->busy) < 0)
+		die("write: %s", strerror(errno));
+
+	for (i = 0; i < total; i++) {
+		size_t stamp = o->size < sizeof(i) ? o->size : sizeof(i);
+		uint64_t t0, t1;
+		int rc;
+
+		/* A per-iteration stamp proves the echo is this round trip's. */
+		memcpy(tx, &i, stamp);
+		t0 = now_ns();
+		if (write_full(fd, tx, o->size, o->busy) < 0)
+			die("write: %s", strerror(errno));
+		rc = read_full(fd, rx, o->size, o->busy);
+		t1 = now_ns();
+		if (rc <= 0)
+			die("read: %s", rc == 0 ? "server closed" : strerror(errno));
+		if (memcmp(tx, rx, stamp) != 0)
+			die("echo %" PRIu64 " does not match what was sent", i);
+		if (i >= o->warmup)
+			rtt[i - o->warmup] = t1 - t0;
+	}
+	close(fd);
+
+	qsort(rtt, o->iters, sizeof(*rtt), cmp_u64);
+	med = percentile(rtt, o->iters, 50);
+	p99 = percentile(rtt, o->iters, 99);
+	if (o->json) {
+		printf("{\"test\":\"tcp-pingpong\",\"size\":%" PRIu64
+		       ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
+		       ",\"busy_poll\":%s,\"median_us\":%.3f,\"p99_us\":%.3f"
+		       ",\"rtt_median_us\":%.3f}\n",
+		       o->size, o->iters, o->warmup, o->busy ? "true" : "false",
+		       med / 2e3, p99 / 2e3, med / 1e3);
+	} else {
+		printf("%10s %10s %12s %12s %16s\n", "size(B)", "iterations",
+		       "median(us)", "p99(us)", "rtt_median(us)");
+		printf("%10" PRIu64 " %10" PRIu64 " %12.2f %12.2f %16.2f\n",
+		       o->size, o->iters, med / 2e3, p99 / 2e3, med / 1e3);
+	}
+	free(tx);
+	free(rx);
+	free(rtt);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "server", no_argument, NULL, 's' },
+		{ "client", no_argument, NULL, 'c' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "busy-poll", no_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .size = 8, .iters = 100000, .warmup = 1000 };
+	uint64_t port;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+		case 'c':
+			if (o.role && o.role != c)
+				bad_usage("--server and --client are exclusive");
+			o.role = c;
+			break;
+		case 'H':
+			o.host = optarg;
+			break;
+		case 'p':
+			if (parse_u64(optarg, 1, 65535, &port) < 0)
+				bad_usage("bad --port '%s' (1..65535)", optarg);
+			o.port = optarg;
+			break;
+		case 'z':
+			if (parse_u64(optarg, 1, SIZE_MAX_MSG, &o.size) < 0)
+				bad_usage("bad --size '%s' (1..16M)", optarg);
+			break;
+		case 'n':
+			if (parse_u64(optarg, 1, 1000000000, &o.iters) < 0)
+				bad_usage("bad --iters '%s' (1..1e9)", optarg);
+			break;
+		case 'w':
+			if (parse_u64(optarg, 0, 1000000000, &o.warmup) < 0)
+				bad_usage("bad --warmup '%s' (0..1e9)", optarg);
+			break;
+		case 'b':
+			o.busy = true;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			/* getopt_long has already said what was wrong. */
+			fputs("try '" PROG " --help'\n", stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!o.role)
+		bad_usage("one of --server or --client is required");
+	if (!o.port)
+		bad_usage("--port is required");
+	if (o.role == 'c' && !o.host)
+		bad_usage("--client needs --host");
+	if (!o.host)
+		o.host = "127.0.0.1";	/* loopback only unless told otherwise */
+
+	return o.role == 's' ? run_server(&o) : run_client(&o);
+}
