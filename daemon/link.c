@@ -24,6 +24,8 @@
 /* A link down this long fails what waits for it (the link issue makes
  * this configurable and adds retransmission). */
 #define LINK_PEER_TIMEOUT 30.0	/* seconds */
+#define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
+#define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
 
 static const char *state_name(enum link_state s)
 {
@@ -109,9 +111,20 @@ static int post_hello(struct link *l)
 	return post_frame(l, &wf, NULL, 0);
 }
 
+/* Is a standalone ACK due?  Delayed like TCP's: data going back carries
+ * the ack for free, so a lone ACK waits for LINK_ACK_EVERY frames, for
+ * LINK_ACK_DELAY, or for the engine going to sleep (@force). */
+static bool ack_due(const struct link *l, bool force)
+{
+	if (l->rx_seq == l->ack_sent)
+		return false;
+	return force || l->rx_seq - l->ack_sent >= LINK_ACK_EVERY ||
+	       ev_time() - l->ack_pending_since >= LINK_ACK_DELAY;
+}
+
 /* Move what fits from the backlog into the transport SQ, control first;
  * then an ACK if one is due and nothing else carried it. */
-static void link_post_backlog(struct link *l)
+static void link_post_backlog(struct link *l, bool force_ack)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
 	struct link_frame *f;
@@ -161,7 +174,7 @@ static void link_post_backlog(struct link *l)
 			free(f);	/* the transport copied the header */
 		}
 	}
-	if (l->rx_seq > l->ack_sent && ops->sq_space(l->conn) > 0) {
+	if (ack_due(l, force_ack) && ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
 
 		post_frame(l, &wf, NULL, 0);
@@ -215,7 +228,7 @@ static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
 	l->naks_tx++;
 }
 
-void link_flush_all(struct daemon *d)
+void link_flush_all(struct daemon *d, bool force_ack)
 {
 	size_t i;
 
@@ -224,7 +237,7 @@ void link_flush_all(struct daemon *d)
 
 		if (l->state != LINK_UP)
 			continue;
-		link_post_backlog(l);
+		link_post_backlog(l, force_ack);
 		if (l->conn)
 			d->xp->ops->flush(l->conn);
 	}
@@ -411,6 +424,8 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 			 (unsigned long long)wf->seq, (unsigned long long)l->rx_seq);
 		return -EPROTO;
 	}
+	if (l->rx_seq == l->ack_sent)
+		l->ack_pending_since = ev_time();
 	l->rx_seq = wf->seq;
 	if (wf->u.eager.dst_node != d->cfg.node_id) {
 		status = SL_ERR_NO_ENDPOINT;

@@ -14,6 +14,7 @@
 #ifndef SLD_LINK_H
 #define SLD_LINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <ev.h>
@@ -64,6 +65,7 @@ struct link {
 	uint64_t tx_seq;		/* last data seq assigned */
 	uint64_t rx_seq;		/* last in-order data seq received */
 	uint64_t ack_sent;		/* last cumulative ack sent */
+	ev_tstamp ack_pending_since;	/* first frame received after ack_sent */
 	/* Frames not yet handed to the transport, in send order. */
 	struct link_frame_list backlog;
 	/* Data frames handed to the transport, waiting for ACK/NAK. */
@@ -91,8 +93,9 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
  */
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 
-/* Hand queued frames to the transport and write them (end of a pass). */
-void link_flush_all(struct daemon *d);
+/* Hand queued frames to the transport and write them (end of a pass).
+ * @force_ack: send every pending ACK now (the engine is going to sleep). */
+void link_flush_all(struct daemon *d, bool force_ack);
 
 /* The transport upcalls, installed by the daemon. */
 extern const struct xport_upcalls link_upcalls;

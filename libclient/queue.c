@@ -3,7 +3,9 @@
  * reap completions, and the spin-then-sleep wait.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,8 +15,9 @@
 
 #include "client.h"
 
-/* Busy-poll this long in sl_wait() before sleeping: a wake-up costs ~5 µs
- * here, so a short spin wins for ping-pong and costs little otherwise. */
+/* Poll this long in sl_wait() before sleeping: a wake-up costs ~5 µs on
+ * this kind of machine, so a short spin wins for request/response traffic
+ * and costs little otherwise. */
 #define WAIT_SPIN_NS 20000
 
 static void unmap_queue(struct sl_queue *q)
@@ -263,22 +266,42 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The spin window of sl_wait(), nanoseconds: $SLUICE_WAIT_SPIN_US or the
+ * default, read once. */
+static int64_t wait_spin_ns(void)
+{
+	static _Atomic int64_t cached = -1;
+	int64_t ns = atomic_load_explicit(&cached, memory_order_relaxed);
+
+	if (ns < 0) {
+		const char *e = getenv("SLUICE_WAIT_SPIN_US");
+		char *end;
+		long us = e ? strtol(e, &end, 10) : -1;
+
+		ns = (e && *e && !*end && us >= 0 && us <= 1000000) ? us * 1000 : WAIT_SPIN_NS;
+		atomic_store_explicit(&cached, ns, memory_order_relaxed);
+	}
+	return ns;
+}
+
 SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 {
-	int64_t avail = sl_ring_cons_avail(&q->cq), start, deadline;
+	int64_t avail = sl_ring_cons_avail(&q->cq), start, deadline, spin = wait_spin_ns();
 
 	if (avail)
 		return avail < 0 ? -EPROTO : (int)avail;
 	start = now_ns();
-	while (now_ns() - start < WAIT_SPIN_NS) {
-		for (int i = 0; i < 64; i++)
-			sl_cpu_relax();
+	/* Spin by yielding: with the daemon and two clients on two cores,
+	 * plain spinning starves whoever would produce the completion, and
+	 * sleeping costs a wake-up (~5 µs, more in a VM) per message. */
+	while (timeout_ms != 0 && now_ns() - start < spin) {
+		sched_yield();
 		avail = sl_ring_cons_avail(&q->cq);
 		if (avail)
 			return avail < 0 ? -EPROTO : (int)avail;
-		if (timeout_ms == 0)
-			return 0;
 	}
+	if (timeout_ms == 0)
+		return 0;
 	deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		struct pollfd pfd[2] = {

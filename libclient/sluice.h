@@ -295,9 +295,12 @@ int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max);
  * sl_wait - wait until at least one completion is ready.
  * @timeout_ms: milliseconds; 0 checks once, -1 waits forever.
  *
- * Spins briefly (a few microseconds) before sleeping on the queue's
- * eventfd, following io_uring's need-wakeup protocol: the daemon writes the
- * eventfd only when this side announced it is going to sleep.
+ * Polls for up to 20 µs (yielding the CPU between polls, so that the daemon
+ * and the peer make progress on a loaded machine) before sleeping on the
+ * queue's eventfd, following io_uring's need-wakeup protocol: the daemon
+ * writes the eventfd only when this side announced it is going to sleep.
+ * $SLUICE_WAIT_SPIN_US (0..1000000, read once per process) changes the
+ * polling window; 0 sleeps at once.
  * Returns the number of completions ready (> 0), 0 on timeout, -EINTR when
  * a signal arrived, -ECONNRESET when the daemon went away.
  * Owner thread of @q only.
