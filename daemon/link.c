@@ -79,6 +79,26 @@ static void fail_list(struct link *l, struct link_frame_list *list, uint32_t *co
 
 /* ---- sending ---- */
 
+/*
+ * The cumulative ack a frame may carry: never one covering a seq whose NAK
+ * is still waiting in the backlog, or the peer would complete that send OK
+ * and then find no frame for the NAK.  NAKs sit first in the backlog, in
+ * seq order; a NAK being posted may cover its own seq (the peer handles the
+ * NAK before the ack).
+ */
+static uint64_t ack_limit(const struct link *l, const struct sl_wire_frame *wf)
+{
+	const struct link_frame *f;
+
+	TAILQ_FOREACH(f, &l->backlog, link) {
+		if (f->type == SL_WIRE_EAGER)
+			break;
+		if (wf->type != SL_WIRE_NAK || f->nak_seq != wf->u.nak.nak_seq)
+			return f->nak_seq - 1;
+	}
+	return l->rx_seq;
+}
+
 static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payload,
 		      uint64_t wr_id)
 {
@@ -86,7 +106,7 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 	struct xport_send_wr wr;
 	int n;
 
-	wf->ack = l->rx_seq;
+	wf->ack = ack_limit(l, wf);
 	n = sl_wire_encode(wf, hdr, sizeof(hdr));
 	if (n < 0)
 		return n;
@@ -94,7 +114,7 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 				     .payload = payload, .payload_len = wf->payload_len };
 	n = l->d->xp->ops->post_send(l->conn, &wr);
 	if (n == 0) {
-		l->ack_sent = l->rx_seq;
+		l->ack_sent = wf->ack;
 		l->frames_tx++;
 	}
 	return n;
