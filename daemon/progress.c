@@ -71,12 +71,9 @@ static void wake_all(struct daemon *d)
 {
 	struct queue *q;
 
-	TAILQ_FOREACH(q, &d->queues, all) {
-		if (q->sleeping) {
-			q->sleeping = false;
-			sl_ring_cons_wake(&q->sq);
-		}
-	}
+	TAILQ_FOREACH(q, &d->queues, all)
+		if (q->sleeping)
+			queue_wake(q);
 }
 
 void daemon_kick(struct daemon *d)

@@ -285,16 +285,41 @@ int queue_drain(struct queue *q, unsigned budget)
 	return (int)taken;
 }
 
+/* Can one more SQE be accepted (a CQ slot held for its completion)? */
+static bool cq_has_room(struct queue *q)
+{
+	int64_t space = sl_ring_prod_space(&q->cq, q->in_flight + 1);
+
+	/* A corrupt CQ head counts as room: the drain then reports it. */
+	return space < 0 || space >= (int64_t)q->in_flight + 1;
+}
+
+void queue_wake(struct queue *q)
+{
+	q->sleeping = false;
+	sl_flags_andnot(q->sq.shm_flags, SL_RING_NEED_WAKEUP | SL_RING_CQ_STALLED);
+}
+
 bool queue_prepare_sleep(struct queue *q)
 {
 	int64_t avail = sl_ring_cons_prepare_sleep(&q->sq);
 
-	if (avail != 0) {
-		sl_ring_cons_wake(&q->sq);
-		return true;
+	if (avail == 0) {
+		q->sleeping = true;
+		return false;
 	}
-	q->sleeping = true;
-	return false;
+	if (avail > 0 && !cq_has_room(q)) {
+		/* SQEs wait for CQ slots only the client can free: sleep,
+		 * and have it ring once it polls (pairs with sl_poll()). */
+		sl_flags_or(q->sq.shm_flags, SL_RING_CQ_STALLED);
+		sl_smp_mb();
+		if (!cq_has_room(q)) {
+			q->sleeping = true;
+			return false;
+		}
+	}
+	queue_wake(q);
+	return true;
 }
 
 void queue_wake_client(struct queue *q)

@@ -89,8 +89,14 @@ int queue_drain(struct queue *q, unsigned budget);
  */
 void queue_complete(struct queue *q, const struct sl_cqe *cqe);
 
-/* Announce sleep on the SQ; returns true if work arrived meanwhile. */
+/*
+ * queue_prepare_sleep - announce sleep on the SQ (NEED_WAKEUP, and
+ * CQ_STALLED when SQEs wait for CQ slots).  Returns true, with the queue
+ * awake again, if it has work the daemon can do now.
+ */
 bool queue_prepare_sleep(struct queue *q);
+/* The daemon is awake for this queue: clear its wake-up flags. */
+void queue_wake(struct queue *q);
 /* The client's CQ wake-up, if it asked for one. */
 void queue_wake_client(struct queue *q);
 

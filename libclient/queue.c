@@ -168,6 +168,15 @@ SL_EXPORT size_t sl_arena_size(const struct sl_queue *q)
 	return q->arena_size;
 }
 
+static void ring_doorbell(struct sl_queue *q)
+{
+	uint64_t one = 1;
+
+	/* The only failure is a counter overflow (EAGAIN) that leaves the
+	 * eventfd readable anyway: the daemon wakes either way. */
+	(void)!write(q->sq_efd, &one, sizeof(one));
+}
+
 /* Post one SQE; the daemon's doorbell is rung only if it sleeps. */
 static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
 		uint64_t tag_mask, const void *buf, size_t len, uint64_t user_ctx)
@@ -201,13 +210,8 @@ static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag
 		.user_ctx = user_ctx,
 	};
 	sl_ring_prod_commit(&q->sq, 1);
-	if (sl_ring_prod_needs_wakeup(&q->sq)) {
-		uint64_t one = 1;
-
-		/* A failed doorbell leaves the SQE queued; the daemon finds
-		 * it on its next pass, so the post itself succeeded. */
-		(void)!write(q->sq_efd, &one, sizeof(one));
-	}
+	if (sl_ring_prod_needs_wakeup(&q->sq))
+		ring_doorbell(q);
 	return 0;
 }
 
@@ -233,8 +237,14 @@ SL_EXPORT int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max)
 	n = avail < max ? (unsigned)avail : max;
 	for (i = 0; i < n; i++)
 		memcpy(&cqes[i], sl_ring_cons_slot(&q->cq, i), sizeof(*cqes));
-	if (n)
+	if (n) {
 		sl_ring_cons_release(&q->cq, n);
+		/* The daemon may sleep waiting for these slots; pairs with the
+		 * fence in its queue_prepare_sleep(). */
+		sl_smp_mb();
+		if (SL_READ_ONCE(q->sq.shm_flags) & SL_RING_CQ_STALLED)
+			ring_doorbell(q);
+	}
 	return (int)n;
 }
 

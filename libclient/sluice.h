@@ -286,7 +286,9 @@ int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,
 /*
  * sl_poll - take up to @max completions, oldest first.
  * Returns the number copied into @cqes (0 if none, never blocks), or
- * -EPROTO if the CQ ring is corrupt.  Makes no system call.
+ * -EPROTO if the CQ ring is corrupt.  Makes no system call, except one
+ * eventfd write when the daemon had stopped taking descriptors because the
+ * CQ was full and went to sleep.
  * Owner thread of @q only.
  */
 int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max);

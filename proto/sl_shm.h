@@ -38,6 +38,12 @@
  * woken through the eventfd after the next publish.  Written by the
  * consumer (set, and cleared on wake), read by the producer. */
 #define SL_RING_NEED_WAKEUP 1u
+/* SQ flag, written by the daemon: it stopped taking SQEs because the CQ
+ * has no free slot, and sleeps; the client must ring the SQ doorbell after
+ * it frees CQ entries (io_uring's CQ-overflow idea).  Handshake: the daemon
+ * sets the flag, full fence, re-checks the CQ head; the client stores the
+ * CQ head, full fence, reads the flag. */
+#define SL_RING_CQ_STALLED 2u
 
 /*
  * Ring control block.  Indices are free-running uint32_t, masked with
