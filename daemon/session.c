@@ -48,8 +48,10 @@ static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
 	return 0;
 }
 
-static void handle_queue_open(struct session *s, const struct sl_ctl_req *req,
-			      struct sl_ctl_rep *rep)
+/* Returns 0, or -errno when the reply could not be sent (the client would
+ * wait for it forever: drop it). */
+static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
+			     struct sl_ctl_rep *rep)
 {
 	struct queue *q;
 	int rc, fds[3];
@@ -57,12 +59,12 @@ static void handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	if (req->queue_id || req->rsvd[0] || req->rsvd[1] || req->rsvd[2] ||
 	    req->rsvd[3] || req->rsvd[4]) {
 		rep->error = EINVAL;
-		return;
+		return send_reply(s, rep, NULL, 0);
 	}
 	rc = queue_create(s->d, s, req->port, req->depth, &q);
 	if (rc) {
 		rep->error = -rc;
-		return;
+		return send_reply(s, rep, NULL, 0);
 	}
 	rep->node = s->d->cfg.node_id;
 	rep->queue_id = q->id;
@@ -75,13 +77,12 @@ static void handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	if (rc) {
 		log_warn("client pid %d: queue reply: %s", (int)s->pid, strerror(-rc));
 		queue_kill(q);
-		rep->error = -1;	/* already answered (or failed to) */
-		return;
+		return rc;
 	}
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
 	log_debug("client pid %d: queue %u on port %u", (int)s->pid, q->id, q->port);
-	rep->error = -1;
+	return 0;
 }
 
 static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
@@ -123,8 +124,7 @@ static int handle_request(struct session *s)
 		rep.abi_version = SL_SHM_ABI_VERSION;
 		break;
 	case SL_CTL_QUEUE_OPEN:
-		handle_queue_open(s, &req, &rep);
-		break;
+		return handle_queue_open(s, &req, &rep);
 	case SL_CTL_QUEUE_CLOSE:
 		handle_queue_close(s, &req, &rep);
 		break;
@@ -132,8 +132,6 @@ static int handle_request(struct session *s)
 		rep.error = EOPNOTSUPP;
 		break;
 	}
-	if (rep.error == -1)
-		return 0;
 	return send_reply(s, &rep, NULL, 0);
 }
 

@@ -39,19 +39,19 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "sluice.h"
+#include "common.h"
+#include "sl_common.h"
 
 #define PROG "sluice-copy"
 
@@ -64,122 +64,6 @@ enum kind { K_HDR = 1, K_CHUNK = 2, K_TRAILER = 3, K_ACK = 4, K_READY = 5 };
 #define SHA_LEN 32
 #define CHUNK_MAX (16u << 20)
 #define WINDOW_MAX 1024u
-#define NAK_RETRIES 1000
-
-/* One descriptor; its address is the user_ctx of every post of it. */
-struct op {
-	enum kind kind;
-	bool send;
-	bool inflight;
-	unsigned slot;
-	unsigned naks;		/* consecutive NAKs of this op */
-	sl_addr_t peer;		/* send: destination; receive: source filter */
-	uint64_t tag, mask;
-	void *buf;
-	size_t len;		/* send: length; receive: capacity */
-};
-
-/* A queue plus the completions polled but not handled yet. */
-struct ep {
-	struct sl_ctx *ctx;
-	struct sl_queue *q;
-	struct sl_cqe *bl;
-	unsigned bl_cap, bl_head, bl_tail;
-	uint64_t naks;
-};
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputs(" (try --help)\n", stderr);
-	va_end(ap);
-	exit(2);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-/* Unsigned decimal with an optional K or M suffix (powers of 1024). */
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		if (v > UINT64_MAX >> 10)
-			return -1;
-		v <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		if (v > UINT64_MAX >> 20)
-			return -1;
-		v <<= 20;
-		end++;
-	}
-	if (*end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* SHA-256 (OpenSSL EVP)                                                */
@@ -216,128 +100,10 @@ static void hex(const uint8_t *d, char out[2 * SHA_LEN + 1])
 }
 
 /* ------------------------------------------------------------------ */
-/* Queue, posting and completions                                       */
+/* Message kinds and reports                                            */
 /* ------------------------------------------------------------------ */
 
-static void ep_open(struct ep *e, const char *sock, uint32_t port,
-		    unsigned window)
-{
-	uint32_t depth = 16;
-	int rc;
-
-	/* Room for the window plus header, trailer, READY and ACK. */
-	while (depth < window + 16)
-		depth <<= 1;
-	memset(e, 0, sizeof(*e));
-	rc = sl_open(sock, &e->ctx);
-	if (rc < 0)
-		die("cannot connect to sluiced (%s): %s",
-		    sock ? sock : "default socket", strerror(-rc));
-	rc = sl_queue_open(e->ctx, port, depth, &e->q);
-	if (rc < 0)
-		die("cannot open a queue on port %" PRIu32 ": %s", port,
-		    strerror(-rc));
-	/* The CQ holds 2 x depth: a backlog that size always has room. */
-	e->bl_cap = 2 * depth;
-	e->bl = calloc(e->bl_cap, sizeof(*e->bl));
-	if (!e->bl)
-		die("out of memory");
-}
-
-static void ep_close(struct ep *e)
-{
-	sl_queue_close(e->q);
-	sl_close(e->ctx);
-	free(e->bl);
-}
-
-static void *ep_alloc(struct ep *e, size_t len)
-{
-	void *p = sl_alloc(e->q, len);
-
-	if (!p)
-		die("arena full: cannot allocate %zu bytes (arena is %zu bytes)",
-		    len, sl_arena_size(e->q));
-	return p;
-}
-
-/* Move what the CQ holds into the backlog; returns how many. */
-static unsigned ep_absorb(struct ep *e)
-{
-	int n;
-
-	if (e->bl_head == e->bl_tail) {
-		e->bl_head = e->bl_tail = 0;
-	} else if (e->bl_tail == e->bl_cap && e->bl_head > 0) {
-		memmove(e->bl, e->bl + e->bl_head,
-			(e->bl_tail - e->bl_head) * sizeof(*e->bl));
-		e->bl_tail -= e->bl_head;
-		e->bl_head = 0;
-	}
-	if (e->bl_tail == e->bl_cap)
-		return 0;
-	n = sl_poll(e->q, e->bl + e->bl_tail, e->bl_cap - e->bl_tail);
-	if (n < 0)
-		die("sl_poll: %s", strerror(-n));
-	e->bl_tail += (unsigned)n;
-	return (unsigned)n;
-}
-
-static void ep_sleep(struct ep *e, int timeout_ms)
-{
-	int rc = sl_wait(e->q, timeout_ms);
-
-	if (rc < 0 && rc != -EINTR)
-		die("sl_wait: %s", strerror(-rc));
-}
-
-static struct sl_cqe ep_next(struct ep *e)
-{
-	while (e->bl_head == e->bl_tail && !ep_absorb(e))
-		ep_sleep(e, -1);
-	return e->bl[e->bl_head++];
-}
-
-static void op_post(struct ep *e, struct op *op)
-{
-	for (;;) {
-		int rc = op->send
-			? sl_send(e->q, op->peer, op->tag, op->buf, op->len,
-				  (uintptr_t)op)
-			: sl_recv(e->q, op->peer, op->tag, op->mask, op->buf,
-				  op->len, (uintptr_t)op);
-
-		if (rc == 0) {
-			op->inflight = true;
-			return;
-		}
-		if (rc != -EAGAIN)
-			die("%s: %s", op->send ? "sl_send" : "sl_recv",
-			    strerror(-rc));
-		/*
-		 * SQ full.  The daemon takes a descriptor only when it holds
-		 * a CQ slot for it, so free CQ slots by polling into the
-		 * backlog, then retry.
-		 */
-		if (!ep_absorb(e))
-			ep_sleep(e, 1);
-	}
-}
-
-static void op_init(struct op *op, enum kind kind, bool send, sl_addr_t peer,
-		    uint64_t tag, void *buf, size_t len)
-{
-	memset(op, 0, sizeof(*op));
-	op->kind = kind;
-	op->send = send;
-	op->peer = peer;
-	op->tag = tag;
-	op->mask = UINT64_MAX;
-	op->buf = buf;
-	op->len = len;
-}
-
-static const char *kind_name(enum kind k)
+static const char *kind_name(int k)
 {
 	static const char *const names[] = {
 		[K_HDR] = "header", [K_CHUNK] = "chunk", [K_TRAILER] = "trailer",
@@ -347,52 +113,11 @@ static const char *kind_name(enum kind k)
 	return k >= K_HDR && k <= K_READY ? names[k] : "?";
 }
 
-/*
- * Account one completion.  Returns its op when it succeeded; a NAK is
- * retried (same op, same buffer, same tag) after a back-off and NULL
- * returned; any other status is fatal.
- */
-static struct op *op_complete(struct ep *e, const struct sl_cqe *c)
-{
-	struct op *op = (struct op *)(uintptr_t)c->user_ctx;
-	struct timespec ts = { 0, 0 };
-
-	op->inflight = false;
-	if (c->status == SL_OK) {
-		op->naks = 0;
-		return op;
-	}
-	if (c->status != SL_NAK_BUSY && c->status != SL_NAK_RECEIVER_FULL)
-		die("%s %s (tag %#" PRIx64 ", %" PRIu64 " bytes, peer %#" PRIx32
-		    ":%" PRIu32 ") failed: %s%s", kind_name(op->kind),
-		    op->send ? "send" : "receive", c->tag, c->len, c->peer.node,
-		    c->peer.port, sl_strerror(c->status),
-		    c->status == SL_ERR_INVALID && op->send
-		    ? " (chunk above the daemon's eager_max? try --chunk 64K)" : "");
-	e->naks++;
-	if (++op->naks > NAK_RETRIES)
-		die("%s %s: still %s after %d retries", kind_name(op->kind),
-		    op->send ? "send" : "receive", sl_strerror(c->status),
-		    NAK_RETRIES);
-	ts.tv_nsec = 20000L << (op->naks < 10 ? op->naks : 9);
-	nanosleep(&ts, NULL);
-	op_post(e, op);
-	return NULL;
-}
-
-static void check_len(const struct sl_cqe *c, const struct op *op, uint64_t want)
-{
-	if (c->len != want)
-		die("%s message of %" PRIu64 " bytes, expected %" PRIu64,
-		    kind_name(op->kind), c->len, want);
-}
-
-static void __attribute__((noreturn))
-unexpected(const struct op *op)
-{
-	die("unexpected completion of a %s %s", kind_name(op->kind),
-	    op->send ? "send" : "receive");
-}
+static const struct ep_conf copy_conf = {
+	.kind_name = kind_name,
+	.arena_hint = "",
+	.invalid_hint = " (chunk above the daemon's eager_max? try --chunk 64K)",
+};
 
 static void report_rate(const char *what, uint64_t bytes, uint64_t ns,
 			uint64_t naks)
@@ -455,7 +180,7 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 	nchunks = (size + chunk - 1) / chunk;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
-	ep_open(&e, sock, 0, window);
+	ep_open(&e, sock, 0, window, false, &copy_conf);
 	hdrb = ep_alloc(&e, HDR_LEN);
 	readyb = ep_alloc(&e, READY_LEN);
 	trailerb = ep_alloc(&e, SHA_LEN);
@@ -489,10 +214,10 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 		struct op *op = op_complete(&e, &c);
 
 		if (op == &ready_rx) {
-			check_len(&c, op, READY_LEN);
+			check_len(&e, &c, op, READY_LEN);
 			receiver = c.peer;
 		} else if (op && op != &hdr_tx) {
-			unexpected(op);
+			unexpected(&e, op);
 		}
 	}
 	rw = get_le32(readyb);
@@ -531,7 +256,7 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 		if (op == &ack_rx)
 			die("receiver gave up before the end (ack %u)", ackb[0]);
 		if (op->kind != K_CHUNK)
-			unexpected(op);
+			unexpected(&e, op);
 		done[op->slot] = true;
 		while (base < next && done[base % w]) {
 			done[base % w] = false;
@@ -550,9 +275,9 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 		struct op *op = op_complete(&e, &c);
 
 		if (op == &ack_rx)
-			check_len(&c, op, 1);
+			check_len(&e, &c, op, 1);
 		else if (op && op != &trailer_tx)
-			unexpected(op);
+			unexpected(&e, op);
 	}
 	printf("sha256 %s %" PRIu64 " bytes sent\n", digest, size);
 	fflush(stdout);
@@ -587,19 +312,6 @@ static void write_full(int fd, const char *path, const void *buf, size_t len)
 	}
 }
 
-static void write_ready_file(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	/* Written then renamed, so a waiting script never sees it half made. */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fputs("ready\n", f) < 0 || fclose(f) != 0 ||
-	    rename(tmp, path) != 0)
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
 /* A chunk that arrived ahead of a gap, kept in its receive buffer. */
 struct held {
 	struct op *op;
@@ -625,7 +337,7 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		die("%s: %s", out, strerror(errno));
-	ep_open(&e, sock, port, WINDOW_MAX);
+	ep_open(&e, sock, port, WINDOW_MAX, false, &copy_conf);
 	hdrb = ep_alloc(&e, HDR_LEN);
 	readyb = ep_alloc(&e, READY_LEN);
 	trailerb = ep_alloc(&e, SHA_LEN);
@@ -634,7 +346,7 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 	hdr_rx.mask = KIND_MASK;
 	op_post(&e, &hdr_rx);
 	if (ready_file)
-		write_ready_file(ready_file);
+		write_ready_file(ready_file, "ready\n");
 
 	/* HEADER: who sends, how much, in what pieces. */
 	for (;;) {
@@ -644,8 +356,8 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 		if (!op)
 			continue;
 		if (op != &hdr_rx)
-			unexpected(op);
-		check_len(&c, op, HDR_LEN);
+			unexpected(&e, op);
+		check_len(&e, &c, op, HDR_LEN);
 		sender = c.peer;
 		break;
 	}
@@ -695,17 +407,17 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 		if (!op || op == &ready_tx)
 			continue;
 		if (op == &trailer_rx) {
-			check_len(&c, op, SHA_LEN);
+			check_len(&e, &c, op, SHA_LEN);
 			continue;
 		}
 		if (op->kind != K_CHUNK)
-			unexpected(op);
+			unexpected(&e, op);
 		idx = c.tag >> 8;
 		if (idx < next || idx >= next + w || idx >= nchunks ||
 		    held[idx % w].op)
 			die("chunk %" PRIu64 " out of window (expecting %" PRIu64
 			    ", window %u)", idx, next, w);
-		check_len(&c, op, idx + 1 < nchunks ? chunk
+		check_len(&e, &c, op, idx + 1 < nchunks ? chunk
 			  : size - idx * chunk);
 		held[idx % w].op = op;
 		held[idx % w].len = c.len;
@@ -738,7 +450,7 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 		struct op *op = op_complete(&e, &c);
 
 		if (op && op != &ack_tx)
-			unexpected(op);
+			unexpected(&e, op);
 	}
 	hex(mine, dhex);
 	printf("sha256 %s %" PRIu64 " bytes received\n", dhex, size);
@@ -783,24 +495,6 @@ static void usage(FILE *f)
 		WINDOW_MAX);
 }
 
-static void parse_to(const char *arg, sl_addr_t *a)
-{
-	const char *colon = strrchr(arg, ':');
-	uint64_t port;
-	char *node;
-
-	if (!colon || colon == arg)
-		bad_usage("--to wants NODE:PORT, got '%s'", arg);
-	if (parse_u64(colon + 1, 1, 65535, &port) < 0)
-		bad_usage("--to: bad port in '%s' (1..65535)", arg);
-	node = strndup(arg, (size_t)(colon - arg));
-	if (!node)
-		die("out of memory");
-	a->node = strcmp(node, "local") == 0 ? SL_NODE_LOCAL : sl_node_id(node);
-	a->port = (uint32_t)port;
-	free(node);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -822,6 +516,7 @@ int main(int argc, char **argv)
 	sl_addr_t dst = { 0, 0 };
 	int c;
 
+	tool_name = PROG;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'R':
@@ -862,12 +557,11 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fputs("try '" PROG " --help'\n", stderr);
-			return 2;
+			/* getopt_long has already said what was wrong. */
+			return try_help();
 		}
 	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
+	reject_operands(argc, argv);
 	if (recv_role == !!in)
 		bad_usage("exactly one of --recv or --send FILE is required");
 	if (recv_role) {

@@ -36,23 +36,21 @@
  * but SL_OK, and every receive of an unexpected length, is fatal (exit 1).
  * When a post finds the SQ full (-EAGAIN), completions are polled into a
  * backlog (handled later, in order) to give the daemon CQ room, and the
- * post is retried.
+ * post is retried.  That machinery (struct ep, struct op) is shared with
+ * sluice-copy, in sl_common.c.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sluice.h"
+#include "common.h"
+#include "sl_common.h"
 
 #define PROG "sluice-perf"
 
@@ -66,7 +64,6 @@ enum ctrl_op { OP_LAT = 1, OP_STREAM = 2 };
 #define WINDOW_MAX 1024u
 #define SIZE_LIMIT (64u << 20)
 #define LAT_SLOTS 4		/* server ping buffers; see srv_ping() */
-#define NAK_RETRIES 1000
 #define MAX_SIZES 64
 
 /* Control message, little-endian on the wire. */
@@ -77,93 +74,6 @@ struct ctrl {
 	uint64_t count;
 	uint32_t window;
 };
-
-/* One descriptor; its address is the user_ctx of every post of it. */
-struct op {
-	enum kind kind;
-	bool send;
-	bool inflight;
-	unsigned slot;
-	unsigned naks;		/* consecutive NAKs of this op */
-	sl_addr_t peer;		/* send: destination; receive: source filter */
-	uint64_t tag, mask;
-	void *buf;
-	size_t len;		/* send: length; receive: capacity */
-};
-
-/* A queue plus the completions polled but not handled yet. */
-struct ep {
-	struct sl_ctx *ctx;
-	struct sl_queue *q;
-	bool busy;
-	struct sl_cqe *bl;
-	unsigned bl_cap, bl_head, bl_tail;
-	uint64_t naks;
-};
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputs(" (try --help)\n", stderr);
-	va_end(ap);
-	exit(2);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
 
 static void ctrl_encode(uint8_t *p, const struct ctrl *c)
 {
@@ -184,175 +94,7 @@ static void ctrl_decode(const uint8_t *p, struct ctrl *c)
 	c->window = get_le32(p + 24);
 }
 
-/* Unsigned decimal with an optional K or M suffix (powers of 1024). */
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		if (v > UINT64_MAX >> 10)
-			return -1;
-		v <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		if (v > UINT64_MAX >> 20)
-			return -1;
-		v <<= 20;
-		end++;
-	}
-	if (*end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Queue, posting and completions                                       */
-/* ------------------------------------------------------------------ */
-
-static uint32_t depth_for(unsigned window)
-{
-	/* Room for the window plus the few control descriptors of a phase. */
-	uint32_t d = 16;
-
-	while (d < window + 16)
-		d <<= 1;
-	return d;
-}
-
-static void ep_open(struct ep *e, const char *sock, uint32_t port,
-		    unsigned window, bool busy)
-{
-	uint32_t depth = depth_for(window);
-	int rc;
-
-	memset(e, 0, sizeof(*e));
-	e->busy = busy;
-	rc = sl_open(sock, &e->ctx);
-	if (rc < 0)
-		die("cannot connect to sluiced (%s): %s",
-		    sock ? sock : "default socket", strerror(-rc));
-	rc = sl_queue_open(e->ctx, port, depth, &e->q);
-	if (rc < 0)
-		die("cannot open a queue on port %" PRIu32 ": %s", port,
-		    strerror(-rc));
-	/* The CQ holds 2 x depth: a backlog that size always has room. */
-	e->bl_cap = 2 * depth;
-	e->bl = calloc(e->bl_cap, sizeof(*e->bl));
-	if (!e->bl)
-		die("out of memory");
-}
-
-static void ep_close(struct ep *e)
-{
-	sl_queue_close(e->q);
-	sl_close(e->ctx);
-	free(e->bl);
-}
-
-static void *ep_alloc(struct ep *e, size_t len)
-{
-	void *p = sl_alloc(e->q, len);
-
-	if (!p)
-		die("arena full: cannot allocate %zu bytes (arena is %zu bytes;"
-		    " use a smaller --window or size)", len, sl_arena_size(e->q));
-	return p;
-}
-
-/* Move what the CQ holds into the backlog; returns how many. */
-static unsigned ep_absorb(struct ep *e)
-{
-	int n;
-
-	if (e->bl_head == e->bl_tail) {
-		e->bl_head = e->bl_tail = 0;
-	} else if (e->bl_tail == e->bl_cap && e->bl_head > 0) {
-		memmove(e->bl, e->bl + e->bl_head,
-			(e->bl_tail - e->bl_head) * sizeof(*e->bl));
-		e->bl_tail -= e->bl_head;
-		e->bl_head = 0;
-	}
-	if (e->bl_tail == e->bl_cap)
-		return 0;
-	n = sl_poll(e->q, e->bl + e->bl_tail, e->bl_cap - e->bl_tail);
-	if (n < 0)
-		die("sl_poll: %s", strerror(-n));
-	e->bl_tail += (unsigned)n;
-	return (unsigned)n;
-}
-
-static void ep_sleep(struct ep *e, int timeout_ms)
-{
-	int rc = sl_wait(e->q, timeout_ms);
-
-	if (rc < 0 && rc != -EINTR)
-		die("sl_wait: %s", strerror(-rc));
-}
-
-/* The next completion; blocks (or spins, with --busy-poll). */
-static struct sl_cqe ep_next(struct ep *e)
-{
-	while (e->bl_head == e->bl_tail) {
-		if (ep_absorb(e))
-			break;
-		if (!e->busy)
-			ep_sleep(e, -1);
-	}
-	return e->bl[e->bl_head++];
-}
-
-static void op_post(struct ep *e, struct op *op)
-{
-	for (;;) {
-		int rc = op->send
-			? sl_send(e->q, op->peer, op->tag, op->buf, op->len,
-				  (uintptr_t)op)
-			: sl_recv(e->q, op->peer, op->tag, op->mask, op->buf,
-				  op->len, (uintptr_t)op);
-
-		if (rc == 0) {
-			op->inflight = true;
-			return;
-		}
-		if (rc != -EAGAIN)
-			die("%s: %s", op->send ? "sl_send" : "sl_recv",
-			    strerror(-rc));
-		/*
-		 * SQ full.  The daemon takes a descriptor only when it holds
-		 * a CQ slot for it, so free CQ slots by polling into the
-		 * backlog, then retry.
-		 */
-		if (!ep_absorb(e)) {
-			if (e->busy)
-				sched_yield();
-			else
-				ep_sleep(e, 1);
-		}
-	}
-}
-
-static void op_init(struct op *op, enum kind kind, bool send, sl_addr_t peer,
-		    uint64_t tag, void *buf, size_t len)
-{
-	memset(op, 0, sizeof(*op));
-	op->kind = kind;
-	op->send = send;
-	op->peer = peer;
-	op->tag = tag;
-	op->mask = UINT64_MAX;
-	op->buf = buf;
-	op->len = len;
-}
-
-static const char *kind_name(enum kind k)
+static const char *kind_name(int k)
 {
 	static const char *const names[] = {
 		[K_CTRL] = "ctrl", [K_READY] = "ready", [K_PING] = "ping",
@@ -363,53 +105,11 @@ static const char *kind_name(enum kind k)
 	return k >= K_CTRL && k <= K_DONE ? names[k] : "?";
 }
 
-/*
- * Account one completion.  Returns its op when it succeeded; a NAK is
- * retried (same op, same buffer) after a back-off and NULL returned; any
- * other status is fatal.
- */
-static struct op *op_complete(struct ep *e, const struct sl_cqe *c)
-{
-	struct op *op = (struct op *)(uintptr_t)c->user_ctx;
-	struct timespec ts = { 0, 0 };
-
-	op->inflight = false;
-	if (c->status == SL_OK) {
-		op->naks = 0;
-		return op;
-	}
-	if (c->status != SL_NAK_BUSY && c->status != SL_NAK_RECEIVER_FULL)
-		die("%s %s (tag %#" PRIx64 ", %" PRIu64 " bytes, peer %#" PRIx32
-		    ":%" PRIu32 ") failed: %s%s", kind_name(op->kind),
-		    op->send ? "send" : "receive", c->tag, c->len, c->peer.node,
-		    c->peer.port, sl_strerror(c->status),
-		    c->status == SL_ERR_INVALID && op->send
-		    ? " (size above the daemon's eager_max?)" : "");
-	e->naks++;
-	if (++op->naks > NAK_RETRIES)
-		die("%s %s: still %s after %d retries", kind_name(op->kind),
-		    op->send ? "send" : "receive", sl_strerror(c->status),
-		    NAK_RETRIES);
-	/* 20 us doubling up to ~10 ms: short enough not to idle the link. */
-	ts.tv_nsec = 20000L << (op->naks < 10 ? op->naks : 9);
-	nanosleep(&ts, NULL);
-	op_post(e, op);
-	return NULL;
-}
-
-static void check_len(const struct sl_cqe *c, const struct op *op, uint64_t want)
-{
-	if (c->len != want)
-		die("%s message of %" PRIu64 " bytes, expected %" PRIu64,
-		    kind_name(op->kind), c->len, want);
-}
-
-static void __attribute__((noreturn))
-unexpected(const struct op *op)
-{
-	die("unexpected completion of a %s %s", kind_name(op->kind),
-	    op->send ? "send" : "receive");
-}
+static const struct ep_conf perf_conf = {
+	.kind_name = kind_name,
+	.arena_hint = "; use a smaller --window or size",
+	.invalid_hint = " (size above the daemon's eager_max?)",
+};
 
 /* ------------------------------------------------------------------ */
 /* Server                                                               */
@@ -561,7 +261,7 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 	sl_addr_t me;
 
 	memset(&s, 0, sizeof(s));
-	ep_open(&s.e, sock, port, WINDOW_MAX, busy);
+	ep_open(&s.e, sock, port, WINDOW_MAX, busy, &perf_conf);
 	me = sl_queue_addr(s.e.q);
 	s.ctrl_buf = ep_alloc(&s.e, CTRL_LEN);
 	s.ack_buf = ep_alloc(&s.e, ACK_LEN);
@@ -575,15 +275,11 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 
 	/* Written only now, so a script that waits for it finds us bound. */
 	if (ready_file) {
-		char tmp[4096];
-		FILE *f;
+		char text[32];
 
-		snprintf(tmp, sizeof(tmp), "%s.tmp", ready_file);
-		f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%" PRIu32 " %" PRIu32 "\n", me.node,
-				  me.port) < 0 || fclose(f) != 0 ||
-		    rename(tmp, ready_file) != 0)
-			die("cannot write %s: %s", ready_file, strerror(errno));
+		snprintf(text, sizeof(text), "%" PRIu32 " %" PRIu32 "\n",
+			 me.node, me.port);
+		write_ready_file(ready_file, text);
 	}
 	fprintf(stderr, PROG ": serving on node %#" PRIx32 " port %" PRIu32 "\n",
 		me.node, me.port);
@@ -596,15 +292,15 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 			continue;
 		switch (op->kind) {
 		case K_CTRL:
-			check_len(&c, op, CTRL_LEN);
+			check_len(&s.e, &c, op, CTRL_LEN);
 			srv_ctrl(&s, c.peer);
 			break;
 		case K_DONE:
-			check_len(&c, op, 0);
+			check_len(&s.e, &c, op, 0);
 			s.done_pending = true;
 			break;
 		case K_PING:
-			check_len(&c, op, s.cur.size);
+			check_len(&s.e, &c, op, s.cur.size);
 			srv_ping(&s, op->slot);
 			break;
 		case K_PONG:
@@ -615,14 +311,14 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 			}
 			break;
 		case K_DATA:
-			check_len(&c, op, s.cur.size);
+			check_len(&s.e, &c, op, s.cur.size);
 			srv_data(&s, op);
 			break;
 		case K_READY:
 		case K_ACK:
 			break;
 		default:
-			unexpected(op);
+			unexpected(&s.e, op);
 		}
 		if (s.active && srv_finished(&s)) {
 			srv_end(&s);
@@ -683,27 +379,12 @@ static void cli_phase(struct cli *k, uint32_t op, uint64_t size, uint64_t count)
 		struct op *o = op_complete(&k->e, &cqe);
 
 		if (o == &ready_rx) {
-			check_len(&cqe, o, 0);
+			check_len(&k->e, &cqe, o, 0);
 			k->server = cqe.peer;
 		} else if (o && o != &ctrl_tx) {
-			unexpected(o);
+			unexpected(&k->e, o);
 		}
 	}
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array: the ceil(p/100 * n)-th value. */
-static uint64_t percentile(const uint64_t *sorted, uint64_t n, unsigned p)
-{
-	uint64_t rank = (p * n + 99) / 100;
-
-	return sorted[rank ? rank - 1 : 0];
 }
 
 static void cli_lat(struct cli *k, uint64_t size, uint64_t warmup,
@@ -738,11 +419,11 @@ static void cli_lat(struct cli *k, uint64_t size, uint64_t warmup,
 
 			if (o == &rx) {
 				t1 = now_ns();
-				check_len(&c, o, size);
+				check_len(&k->e, &c, o, size);
 				if (memcmp(rxb, txb, stamp) != 0)
 					die("pong %" PRIu64 " does not echo its ping", i);
 			} else if (o && o != &tx) {
-				unexpected(o);
+				unexpected(&k->e, o);
 			}
 		}
 		if (i >= warmup)
@@ -805,7 +486,7 @@ static uint64_t cli_stream(struct cli *k, uint64_t size, uint64_t count)
 			continue;
 		if (o == &ack) {
 			t1 = now_ns();
-			check_len(&c, o, ACK_LEN);
+			check_len(&k->e, &c, o, ACK_LEN);
 			if (get_le64(ackb) != count)
 				die("server acknowledged %" PRIu64 " of %" PRIu64
 				    " messages", get_le64(ackb), count);
@@ -813,7 +494,7 @@ static uint64_t cli_stream(struct cli *k, uint64_t size, uint64_t count)
 		} else if (o->kind == K_DATA && o->send) {
 			freel[nfree++] = o;
 		} else {
-			unexpected(o);
+			unexpected(&k->e, o);
 		}
 	}
 	for (i = 0; i < w; i++)
@@ -927,7 +608,7 @@ static int run_client(const struct cli_opts *o)
 	memset(&k, 0, sizeof(k));
 	k.dst = o->dst;
 	k.window = o->window;
-	ep_open(&k.e, o->sock, 0, o->window, o->busy);
+	ep_open(&k.e, o->sock, 0, o->window, o->busy, &perf_conf);
 	k.ctrl_buf = ep_alloc(&k.e, CTRL_LEN);
 	res = calloc(2 * o->nsizes + 1, sizeof(*res));
 	if (!res)
@@ -971,7 +652,7 @@ static int run_client(const struct cli_opts *o)
 		struct op *op = op_complete(&k.e, &c);
 
 		if (op && op != &done)
-			unexpected(op);
+			unexpected(&k.e, op);
 	}
 	if (k.e.naks)
 		fprintf(stderr, PROG ": %" PRIu64 " NAKs retried\n", k.e.naks);
@@ -1038,24 +719,6 @@ static void parse_sizes(const char *arg, struct cli_opts *o)
 	free(copy);
 }
 
-static void parse_to(const char *arg, sl_addr_t *a)
-{
-	const char *colon = strrchr(arg, ':');
-	uint64_t port;
-	char *node;
-
-	if (!colon || colon == arg)
-		bad_usage("--to wants NODE:PORT, got '%s'", arg);
-	if (parse_u64(colon + 1, 1, 65535, &port) < 0)
-		bad_usage("--to: bad port in '%s' (1..65535)", arg);
-	node = strndup(arg, (size_t)(colon - arg));
-	if (!node)
-		die("out of memory");
-	a->node = strcmp(node, "local") == 0 ? SL_NODE_LOCAL : sl_node_id(node);
-	a->port = (uint32_t)port;
-	free(node);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -1083,6 +746,7 @@ int main(int argc, char **argv)
 	uint64_t port = 0, v;
 	int role = 0, c;
 
+	tool_name = PROG;
 	memcpy(o.sizes, default_sizes, sizeof(default_sizes));
 	o.nsizes = sizeof(default_sizes) / sizeof(default_sizes[0]);
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -1148,12 +812,11 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fputs("try '" PROG " --help'\n", stderr);
-			return 2;
+			/* getopt_long has already said what was wrong. */
+			return try_help();
 		}
 	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
+	reject_operands(argc, argv);
 	if (!role)
 		bad_usage("one of --server or --client is required");
 

@@ -27,16 +27,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+
+#include "common.h"
 
 #define PROG "tcp-pingpong"
 #define HDR_MAGIC 0x534c5050u	/* "SLPP" */
@@ -72,69 +72,6 @@ static void usage(FILE *f)
 		"  --busy-poll      non-blocking sockets, spin on recv(MSG_DONTWAIT)\n"
 		"  --json           print one JSON object instead of text\n"
 		"  --help           this text\n");
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputs(" (try --help)\n", stderr);
-	va_end(ap);
-	exit(2);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs(PROG ": ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-/* Unsigned decimal with an optional K or M suffix (powers of 1024). */
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		if (v > UINT64_MAX >> 10)
-			return -1;
-		v <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		if (v > UINT64_MAX >> 20)
-			return -1;
-		v <<= 20;
-		end++;
-	}
-	if (*end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -279,21 +216,6 @@ static int run_server(const struct opts *o)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array: the ceil(p/100 * n)-th value. */
-static uint64_t percentile(const uint64_t *sorted, uint64_t n, unsigned p)
-{
-	uint64_t rank = (p * n + 99) / 100;
-
-	return sorted[rank ? rank - 1 : 0];
-}
-
 static int run_client(const struct opts *o)
 {
 	struct addrinfo *res = resolve(o->host, o->port), *ai;
@@ -394,6 +316,7 @@ int main(int argc, char **argv)
 	uint64_t port;
 	int c;
 
+	tool_name = PROG;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -433,12 +356,10 @@ int main(int argc, char **argv)
 			return 0;
 		default:
 			/* getopt_long has already said what was wrong. */
-			fputs("try '" PROG " --help'\n", stderr);
-			return 2;
+			return try_help();
 		}
 	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
+	reject_operands(argc, argv);
 	if (!o.role)
 		bad_usage("one of --server or --client is required");
 	if (!o.port)
