@@ -34,6 +34,8 @@
 #define ARENA_MIN        (1 * MIB)
 #define ARENA_MAX        (16 * GIB)
 #define MAX_QUEUES_MAX   65536
+#define UNEXP_MIN        (64 * KIB)
+#define UNEXP_MAX        (64 * GIB)
 
 #define ALLOWED_SECTIONS "daemon, transport, limits, peers"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
@@ -69,6 +71,7 @@ int config_defaults(struct config *c)
 	c->eager_max = 64 * KIB;
 	c->arena_bytes = 64 * MIB;
 	c->max_queues = 1024;
+	c->unexpected_max_bytes = 64 * MIB;
 	c->n_peers = 0;
 	return 0;
 }
@@ -223,12 +226,14 @@ int config_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *p
 	return parse_hostport(s, host, hostlen, port, &why);
 }
 
-static bool node_name_ok(const char *s)
+bool config_name_valid(const char *name)
 {
 	size_t n = 0;
 
-	for (; s[n]; n++) {
-		char ch = s[n];
+	if (!name)
+		return false;
+	for (; name[n]; n++) {
+		char ch = name[n];
 
 		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
 		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
@@ -244,7 +249,7 @@ static bool node_name_ok(const char *s)
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
 	K_KIND, K_LISTEN, K_EAGER_MAX,
-	K_ARENA_BYTES, K_MAX_QUEUES,
+	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX,
 	K_COUNT
 };
 
@@ -260,6 +265,7 @@ static const struct {
 	[K_EAGER_MAX]   = { "transport", "eager_max" },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
+	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
 };
 
 static const struct {
@@ -268,7 +274,7 @@ static const struct {
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
 	{ "transport", "kind, listen, eager_max" },
-	{ "limits", "arena_bytes, max_queues" },
+	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes" },
 	{ "peers", NULL },
 };
 
@@ -360,7 +366,7 @@ static int set_peer(struct parse_state *st, const char *name, const char *value)
 	struct peer_conf *pc;
 	const char *why;
 
-	if (!node_name_ok(name))
+	if (!config_name_valid(name))
 		return fail(st, -EINVAL, "[peers] %s: not a valid node name (allowed: %s)",
 			    name, ALLOWED_NAME);
 	if (c->n_peers >= CONFIG_PEERS_MAX)
@@ -386,7 +392,7 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 
 	switch (k) {
 	case K_NODE:
-		if (!node_name_ok(value))
+		if (!config_name_valid(value))
 			return fail(st, -EINVAL, "[%s] %s: '%s' is not a valid node name (allowed: %s)",
 				    sec, name, value, ALLOWED_NAME);
 		copy_str(c->node_name, sizeof(c->node_name), value);
@@ -447,6 +453,9 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 				    sec, name, value, MAX_QUEUES_MAX);
 		c->max_queues = (uint32_t)v;
 		return 1;
+	case K_UNEXPECTED_MAX:
+		return set_bytes(st, sec, name, value, UNEXP_MIN, UNEXP_MAX, "64K..64G bytes",
+				 &c->unexpected_max_bytes);
 	case K_COUNT:
 		break;
 	}

@@ -13,7 +13,12 @@
  *               listen = HOST:PORT [none: single node];
  *               eager_max = BYTES, 0..1048576 [65536]
  *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
- *               max_queues = N, 1..65536 [1024]
+ *               max_queues = N, 1..65536 [1024];
+ *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
+ *               endpoint, messages no receive was posted for; each one
+ *               counts its length plus the daemon's per-message bookkeeping
+ *               (sizeof(struct match_msg)); one that would pass the bound
+ *               is refused with SL_NAK_RECEIVER_FULL
  *   [peers]     NAME = HOST:PORT, one line per other node
  * BYTES accept a K, M or G suffix (powers of 1024).
  */
@@ -53,6 +58,7 @@ struct config {
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */
+	uint64_t unexpected_max_bytes;	/* per endpoint, bookkeeping included */
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
@@ -80,6 +86,14 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen);
  * Returns 0 or -EINVAL.
  */
 int config_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port);
+
+/*
+ * config_name_valid - is @name a node name ([daemon] node, [peers] names,
+ * --node, --peer): 1..63 characters from A-Z a-z 0-9 . _ -?  One rule
+ * for the file and the command line, so a name accepted in one is never
+ * refused in the other.  NULL is not valid.
+ */
+bool config_name_valid(const char *name);
 
 /*
  * config_parse_bytes - parse a byte count with optional K/M/G suffix within

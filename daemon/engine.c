@@ -3,6 +3,7 @@
  */
 #include "autoconfig.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,15 @@ static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t
 			len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
 }
 
+/*
+ * What the unexpected messages of @mq cost the daemon: payloads plus one
+ * struct match_msg each, since a flood of small messages costs memory too.
+ */
+static uint64_t unexpected_charge(const struct match_queues *mq)
+{
+	return mq->unexpected_bytes + (uint64_t)mq->n_unexpected * sizeof(struct match_msg);
+}
+
 int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		   uint64_t tag, const void *data, uint64_t len)
 {
@@ -81,6 +91,15 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		complete_recv(dq, r, src, tag, data, len);
 		free(r);
 		return SL_OK;
+	}
+	/*
+	 * Refused before allocating: the sender keeps its buffer and may
+	 * retry once the receiver has taken some messages.  No overflow: the
+	 * charge is at most the bound (64 GiB) and len fits in 32 bits.
+	 */
+	if (unexpected_charge(&dq->mq) + sizeof(*m) + len > d->cfg.unexpected_max_bytes) {
+		d->ctr.naks_receiver_full++;
+		return SL_NAK_RECEIVER_FULL;
 	}
 	m = malloc(sizeof(*m) + len);
 	if (!m)
@@ -128,7 +147,7 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	uint32_t self = d->cfg.node_id;
 	sl_addr_t dst = sqe->peer;
 	struct link *l;
-	int status;
+	int status, rc;
 
 	if (dst.node == SL_NODE_LOCAL || dst.node == self) {
 		dst.node = self;
@@ -150,8 +169,8 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 		/* Rendezvous is not there yet: larger messages are invalid. */
 		d->ctr.invalid++;
 		status = SL_ERR_INVALID;
-	} else if (link_send(l, q, sqe) < 0) {
-		status = SL_NAK_BUSY;
+	} else if ((rc = link_send(l, q, sqe)) < 0) {
+		status = rc == -EHOSTDOWN ? SL_ERR_PEER_DOWN : SL_NAK_BUSY;
 	} else {
 		return;	/* completes when the peer acknowledges */
 	}

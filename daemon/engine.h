@@ -26,8 +26,10 @@ void engine_submit(struct queue *q, const struct sl_sqe *sqe);
 /*
  * engine_deliver - a message for local port @dst_port arrived (from a
  * local queue or a link).  The payload is copied before return.
- * Returns SL_OK (delivered or queued unexpected), SL_ERR_NO_ENDPOINT, or
- * SL_NAK_BUSY when the daemon is out of memory.
+ * Returns SL_OK (delivered or queued unexpected), SL_ERR_NO_ENDPOINT,
+ * SL_NAK_RECEIVER_FULL when queueing it unexpected would pass the
+ * endpoint's [limits] unexpected_max_bytes, or SL_NAK_BUSY when the daemon
+ * is out of memory.
  */
 int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		   uint64_t tag, const void *data, uint64_t len);

@@ -197,10 +197,35 @@ static void remove_dir(const char *dir)
 	H_ASSERT(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
 }
 
+/* Write @text to @path (a fresh file). */
+static void write_conf(const char *path, const char *text)
+{
+	size_t len = strlen(text), off = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	H_ASSERT(fd >= 0, "%s: %s", path, strerror(errno));
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		H_ASSERT(n > 0, "write %s: %s", path, strerror(errno));
+		off += (size_t)n;
+	}
+	H_ASSERT(close(fd) == 0, "close %s: %s", path, strerror(errno));
+}
+
 void h_daemon_start(struct h_daemon *d, const char *name, uint16_t tcp_port,
 		    const struct h_daemon *peers, unsigned n_peers)
 {
+	h_daemon_start_conf(d, name, tcp_port, peers, n_peers, NULL);
+}
+
+void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port,
+			 const struct h_daemon *peers, unsigned n_peers, const char *conf)
+{
 	char bin[H_PATH_MAX + 32], listen[64], peer_args[H_MAX_NODES][H_NAME_MAX + 32];
+	char conf_path[H_PATH_MAX + 16];
 	const char *argv[16 + 2 * H_MAX_NODES];
 	unsigned argc = 0, i;
 	int logfd, st;
@@ -220,6 +245,13 @@ void h_daemon_start(struct h_daemon *d, const char *name, uint16_t tcp_port,
 	daemon_path(bin, sizeof(bin));
 
 	argv[argc++] = bin;
+	if (conf) {
+		/* In the runtime dir: h_daemon_stop() removes it with the rest. */
+		snprintf(conf_path, sizeof(conf_path), "%s/sluiced.conf", d->dir);
+		write_conf(conf_path, conf);
+		argv[argc++] = "-c";
+		argv[argc++] = conf_path;
+	}
 	argv[argc++] = "--runtime-dir";
 	argv[argc++] = d->dir;
 	argv[argc++] = "--node";
@@ -372,6 +404,12 @@ void h_wait_link(const struct h_daemon *from, const struct h_daemon *to)
 
 void h_cluster_start(struct h_daemon *ds, const char *const *names, unsigned n)
 {
+	h_cluster_start_conf(ds, names, n, NULL);
+}
+
+void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigned n,
+			  const char *conf)
+{
 	struct h_daemon peers[H_MAX_NODES];
 	uint16_t ports[H_MAX_NODES];
 	unsigned i, j, k;
@@ -387,7 +425,7 @@ void h_cluster_start(struct h_daemon *ds, const char *const *names, unsigned n)
 		for (j = 0, k = 0; j < n; j++)
 			if (j != i)
 				peers[k++] = ds[j];
-		h_daemon_start(&ds[i], names[i], ports[i], peers, k);
+		h_daemon_start_conf(&ds[i], names[i], ports[i], peers, k, conf);
 	}
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
@@ -467,10 +505,11 @@ int h_proc_memfd_maps(pid_t pid)
 	return rc;
 }
 
-long h_proc_rss_kb(pid_t pid)
+/* A "Key:   N kB" line of /proc/PID/status; @key includes the colon. */
+static long proc_status_kb(pid_t pid, const char *key)
 {
 	char path[64], *line = NULL;
-	size_t cap = 0;
+	size_t cap = 0, klen = strlen(key);
 	long kb = -ENOENT;
 	FILE *f;
 
@@ -479,12 +518,12 @@ long h_proc_rss_kb(pid_t pid)
 	if (!f)
 		return -errno;
 	while (getline(&line, &cap, f) >= 0) {
-		if (!strncmp(line, "VmRSS:", 6)) {
+		if (!strncmp(line, key, klen)) {
 			char *end;
 
 			errno = 0;
-			kb = strtol(line + 6, &end, 10);
-			if (errno || end == line + 6)
+			kb = strtol(line + klen, &end, 10);
+			if (errno || end == line + klen)
 				kb = -EPROTO;
 			break;
 		}
@@ -493,6 +532,16 @@ long h_proc_rss_kb(pid_t pid)
 	if (fclose(f) != 0 && kb >= 0)
 		kb = -errno;
 	return kb;
+}
+
+long h_proc_rss_kb(pid_t pid)
+{
+	return proc_status_kb(pid, "VmRSS:");
+}
+
+long h_proc_hwm_kb(pid_t pid)
+{
+	return proc_status_kb(pid, "VmHWM:");
 }
 
 long h_proc_cpu_ticks(pid_t pid)

@@ -75,6 +75,14 @@ uint16_t h_free_port(void);
 void h_daemon_start(struct h_daemon *d, const char *name, uint16_t tcp_port,
 		    const struct h_daemon *peers, unsigned n_peers);
 
+/*
+ * h_daemon_start_conf - h_daemon_start() with @conf (NULL: none), the text
+ * of a sluiced.conf, written to the runtime dir and passed with -c.  The
+ * options above still override the file's node, listen and peers.
+ */
+void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port,
+			 const struct h_daemon *peers, unsigned n_peers, const char *conf);
+
 /* SIGTERM, wait (bounded), require exit status 0 and the socket removed,
  * then remove the runtime directory.  Fatal on error. */
 void h_daemon_stop(struct h_daemon *d);
@@ -88,6 +96,9 @@ bool h_daemon_alive(const struct h_daemon *d);
  * nodes has a working link.  Fatal on error.
  */
 void h_cluster_start(struct h_daemon *ds, const char *const *names, unsigned n);
+/* h_cluster_start() with every daemon reading @conf (see h_daemon_start_conf). */
+void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigned n,
+			  const char *conf);
 void h_cluster_stop(struct h_daemon *ds, unsigned n);
 
 /*
@@ -106,6 +117,7 @@ int h_wait_cqe(struct sl_queue *q, struct sl_cqe *cqe, int timeout_ms);
 int h_proc_fds(pid_t pid);		/* entries of /proc/PID/fd */
 int h_proc_memfd_maps(pid_t pid);	/* lines of /proc/PID/maps with "memfd:" */
 long h_proc_rss_kb(pid_t pid);		/* VmRSS */
+long h_proc_hwm_kb(pid_t pid);		/* VmHWM: peak RSS since start */
 long h_proc_cpu_ticks(pid_t pid);	/* utime + stime, clock ticks */
 
 /* Poll until the fd and memfd-mapping counts of @d read the same value

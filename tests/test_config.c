@@ -58,7 +58,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->transport != b->transport || a->listen_set != b->listen_set ||
 	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
 	    a->eager_max != b->eager_max || a->arena_bytes != b->arena_bytes ||
-	    a->max_queues != b->max_queues || a->n_peers != b->n_peers)
+	    a->max_queues != b->max_queues ||
+	    a->unexpected_max_bytes != b->unexpected_max_bytes || a->n_peers != b->n_peers)
 		return false;
 	for (i = 0; i < a->n_peers; i++) {
 		if (strcmp(a->peers[i].name, b->peers[i].name) ||
@@ -115,7 +116,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
 	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
-	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues)" },
+	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level)" },
 
@@ -212,6 +213,22 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [limits] max_queues: 65537 is out of range (allowed: 1..65536)" },
 	{ "max_queues takes no suffix", "[limits]\nmax_queues = 1K\n", -EINVAL,
 	  ":2: [limits] max_queues: '1K' is not a number (allowed: 1..65536)" },
+	{ "unexpected_max_bytes one below 64K", "[limits]\nunexpected_max_bytes = 65535\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 65535 is out of range (allowed: 64K..64G bytes)" },
+	{ "unexpected_max_bytes 63K too small", "[limits]\nunexpected_max_bytes = 63K\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 63K is out of range (allowed: 64K..64G bytes)" },
+	{ "unexpected_max_bytes 0", "[limits]\nunexpected_max_bytes = 0\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 0 is out of range (allowed: 64K..64G bytes)" },
+	{ "unexpected_max_bytes 65G too big", "[limits]\nunexpected_max_bytes = 65G\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 65G is out of range (allowed: 64K..64G bytes)" },
+	{ "unexpected_max_bytes one above 64G", "[limits]\nunexpected_max_bytes = 68719476737\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 68719476737 is out of range (allowed: 64K..64G bytes)" },
+	{ "unexpected_max_bytes garbage", "[limits]\nunexpected_max_bytes = plenty\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: 'plenty' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "unexpected_max_bytes bad suffix", "[limits]\nunexpected_max_bytes = 64MB\n", -EINVAL,
+	  ":2: [limits] unexpected_max_bytes: '64MB' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "unexpected_max_bytes given twice", "[limits]\nunexpected_max_bytes = 1M\nunexpected_max_bytes = 2M\n", -EINVAL,
+	  ":3: [limits] unexpected_max_bytes: given twice (first on line 2)" },
 
 	/* [peers] values. */
 	{ "bad peer value", LISTEN "[peers]\nb = nowhere\n", -EINVAL,
@@ -357,6 +374,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.eager_max, 65536);
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.max_queues, 1024);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.n_peers, 0);
 }
 END_TEST
@@ -391,6 +409,7 @@ static const char full_file[] =
 	"[limits]\n"
 	"arena_bytes = 64M\n"
 	"max_queues = 65536\n"
+	"unexpected_max_bytes = 3M\n"
 	"\n"
 	"[peers]\n"
 	"beta = 10.0.0.2:7401\n"
@@ -416,6 +435,7 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.eager_max, 4096);
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.max_queues, 65536);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 3ull << 20);
 
 	ck_assert_uint_eq(c.n_peers, 3);
 	ck_assert_str_eq(c.peers[0].name, "beta");
@@ -439,24 +459,34 @@ START_TEST(bounds_accepted)
 	char err[ERRLEN] = "";
 
 	ck_assert_int_eq(load_text("[transport]\nkind = tcp\neager_max = 0\nlisten = h:1\n"
-				   "[limits]\narena_bytes = 1m\nmax_queues = 1\n"
+				   "[limits]\narena_bytes = 1m\nmax_queues = 1\nunexpected_max_bytes = 64k\n"
 				   "[daemon]\nnode = A-Z.a_z-0.9\nruntime_dir = /\nlog_level = error\n",
 				   &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(c.transport, XPORT_TCP);
 	ck_assert_uint_eq(c.eager_max, 0);
 	ck_assert_uint_eq(c.arena_bytes, 1u << 20);
 	ck_assert_uint_eq(c.max_queues, 1);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 64u << 10);
 	ck_assert_str_eq(c.node_name, "A-Z.a_z-0.9");
 	ck_assert_uint_eq(c.node_id, sl_node_id("A-Z.a_z-0.9"));
 	ck_assert_str_eq(c.runtime_dir, "/");
 	ck_assert_int_eq(c.log_level, LOG_LVL_ERR);
 
 	ck_assert_int_eq(load_text("[transport]\neager_max = 1M\n[limits]\narena_bytes = 16g\n"
+				   "unexpected_max_bytes = 64G\n"
 				   "[daemon]\nnode = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
 				   &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.eager_max, 1u << 20);
 	ck_assert_uint_eq(c.arena_bytes, 16ull << 30);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 30);
 	ck_assert_uint_eq(strlen(c.node_name), 63);
+
+	/* No suffix, exact bounds in plain bytes. */
+	ck_assert_int_eq(load_text("[limits]\nunexpected_max_bytes = 65536\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 65536);
+	ck_assert_int_eq(load_text("[limits]\nunexpected_max_bytes = 68719476736\n", &c, err,
+				   sizeof(err)), 0);
+	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 30);
 }
 END_TEST
 
@@ -550,6 +580,42 @@ START_TEST(hostport_host_buffer)
 	ck_assert_int_eq(config_parse_hostport("[::12]:1", host, sizeof(host), &port), -EINVAL);
 	ck_assert_int_eq(config_parse_hostport("[::1]:1", host, sizeof(host), &port), 0);
 	ck_assert_str_eq(host, "::1");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* config_name_valid                                                    */
+/* ------------------------------------------------------------------ */
+
+struct name_case {
+	const char *in;
+	bool ok;
+};
+
+static const struct name_case name_cases[] = {
+	{ "a", true },
+	{ "A-Z.a_z-0.9", true },
+	{ "node-01.example", true },
+	{ "...", true },
+	{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true },	/* 63 */
+	{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false },	/* 64 */
+	{ "", false },
+	{ NULL, false },
+	{ "my node", false },
+	{ "a/b", false },
+	{ "a=b", false },
+	{ "a:1", false },
+	{ "b@d", false },
+	{ "tab\t", false },
+	{ "caf\xc3\xa9", false },
+};
+
+START_TEST(name_valid)
+{
+	const struct name_case *nc = &name_cases[_i];
+
+	ck_assert_msg(config_name_valid(nc->in) == nc->ok, "'%s': expected %s",
+		      nc->in ? nc->in : "(null)", nc->ok ? "valid" : "invalid");
 }
 END_TEST
 
@@ -648,6 +714,7 @@ static Suite *config_suite(void)
 	tc = tcase_create("parsers");
 	tcase_add_loop_test(tc, hostport, 0, N_OF(hp_cases));
 	tcase_add_test(tc, hostport_host_buffer);
+	tcase_add_loop_test(tc, name_valid, 0, N_OF(name_cases));
 	tcase_add_loop_test(tc, bytes, 0, N_OF(bytes_cases));
 	suite_add_tcase(s, tc);
 	return s;
