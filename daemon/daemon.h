@@ -11,6 +11,7 @@
 #ifndef SLD_DAEMON_H
 #define SLD_DAEMON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <ev.h>
@@ -24,6 +25,7 @@ struct link;
 
 #define SLD_PORTS 65536u
 #define SLD_SOCKET_NAME "sluiced.sock"
+#define SLD_LOCK_NAME "sluiced.lock"
 
 struct daemon_counters {
 	uint64_t sqes;			/* descriptors accepted */
@@ -33,6 +35,7 @@ struct daemon_counters {
 	uint64_t local_msgs;		/* intra-node deliveries */
 	uint64_t remote_msgs_rx;	/* messages received from links */
 	uint64_t unexpected;		/* messages that arrived before a receive */
+	uint64_t naks_receiver_full;	/* refused: unexpected bound reached */
 	uint64_t wakeups_tx;		/* eventfd writes to clients */
 	uint64_t sleeps;		/* times the progress engine went idle */
 	uint64_t ring_errors;		/* corrupt ring indices seen */
@@ -46,6 +49,8 @@ struct daemon {
 	ev_tstamp started;
 
 	int ctl_fd;
+	int lock_fd;			/* flock()ed runtime_dir/sluiced.lock */
+	bool stopping;			/* shutting down: pending work is CANCELED */
 	ev_io ctl_w;
 	char ctl_path[CONFIG_PATH_MAX + 32];
 

@@ -203,8 +203,11 @@ static void link_post_backlog(struct link *l, bool force_ack)
 
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
 {
-	struct link_frame *f = calloc(1, sizeof(*f));
+	struct link_frame *f;
 
+	if (l->timed_out)
+		return -EHOSTDOWN;
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	f->type = SL_WIRE_EAGER;
@@ -267,7 +270,7 @@ void link_flush_all(struct daemon *d, bool force_ack)
 
 static void link_schedule_redial(struct link *l)
 {
-	if (!l->dialer)
+	if (!l->dialer || l->d->stopping)
 		return;
 	ev_timer_stop(l->d->loop, &l->redial_w);
 	ev_timer_set(&l->redial_w, l->redial_delay, 0.0);
@@ -288,7 +291,8 @@ static void link_went_down(struct link *l, int err)
 	l->down_since = ev_now(l->d->loop);
 	/* Frames that reached the transport may or may not have arrived;
 	 * until retransmission lands they fail, each with its own status. */
-	fail_list(l, &l->unacked, &l->n_unacked, SL_ERR_PEER_DOWN);
+	fail_list(l, &l->unacked, &l->n_unacked,
+		  l->d->stopping ? SL_ERR_CANCELED : SL_ERR_PEER_DOWN);
 	/* Control frames belong to the dead connection; data waits. */
 	for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
 		next = TAILQ_NEXT(f, link);
@@ -302,6 +306,19 @@ static void link_went_down(struct link *l, int err)
 	link_schedule_redial(l);
 }
 
+/* The first failure of an episode is worth a warning; retries are not. */
+static void link_dial_failed(struct link *l, int err)
+{
+	if (!l->dial_warned)
+		log_warn("link %s: cannot connect to %s:%u: %s (retrying up to every %.0f s)",
+			 l->peer->name, l->peer->host, l->peer->port,
+			 err == -EHOSTUNREACH ? "host unknown or unreachable" : strerror(-err),
+			 LINK_REDIAL_MAX);
+	else
+		log_debug("link %s: connect: %s", l->peer->name, strerror(-err));
+	l->dial_warned = true;
+}
+
 static void link_dial(struct link *l)
 {
 	struct daemon *d = l->d;
@@ -310,7 +327,7 @@ static void link_dial(struct link *l)
 	l->state = LINK_CONNECTING;
 	rc = d->xp->ops->connect(d->xp, l->peer->host, l->peer->port, l, &l->conn);
 	if (rc < 0) {
-		log_debug("link %s: connect: %s", l->peer->name, strerror(-rc));
+		link_dial_failed(l, rc);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
 		link_schedule_redial(l);
@@ -336,18 +353,26 @@ static void peer_timeout_check(struct daemon *d)
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 
-		if (l->state != LINK_UP && l->n_backlog &&
-		    now - l->down_since > LINK_PEER_TIMEOUT) {
-			log_warn("link %s: down for %.0f s, failing %u queued sends",
-				 l->peer->name, now - l->down_since, l->n_backlog);
-			fail_list(l, &l->backlog, &l->n_backlog, SL_ERR_PEER_DOWN);
+		if (l->state == LINK_UP || now - l->down_since <= LINK_PEER_TIMEOUT)
+			continue;
+		if (!l->timed_out) {
+			log_warn("link %s: down for %.0f s: failing its %u queued sends and "
+				 "new ones until it is back", l->peer->name,
+				 now - l->down_since, l->n_backlog);
+			l->timed_out = true;
 		}
+		fail_list(l, &l->backlog, &l->n_backlog, SL_ERR_PEER_DOWN);
 	}
 }
 
 static void link_up(struct link *l)
 {
+	/* Frames over our eager_max are NAKed one by one, not fatal: the
+	 * peer may be configured differently. */
+	l->d->xp->ops->set_rx_limit(l->conn, SL_WIRE_PAYLOAD_MAX);
 	l->state = LINK_UP;
+	l->timed_out = false;
+	l->dial_warned = false;
 	l->redial_delay = LINK_REDIAL_MIN;
 	l->connects++;
 	log_info("link %s: up (%s, incarnation %016llx)", l->peer->name,
@@ -360,7 +385,7 @@ static void up_connected(struct xport_conn *c, void *ctx, int err)
 	struct link *l = ctx;
 
 	if (err) {
-		log_debug("link %s: connect: %s", l->peer->name, strerror(-err));
+		link_dial_failed(l, err);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
 		link_schedule_redial(l);

@@ -58,6 +58,8 @@ struct link {
 	uint32_t node_id;
 	enum link_state state;
 	bool dialer;			/* we connect; the peer accepts */
+	bool timed_out;			/* down past the peer timeout */
+	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
 	uint64_t peer_incarnation;
 	uint32_t peer_eager_max;
@@ -88,8 +90,9 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
 
 /*
  * link_send - send a validated SEND descriptor of @q to the peer.
- * Takes a reference on @q until the descriptor completes.  Returns 0, or
- * -ENOMEM (caller completes the descriptor with SL_NAK_BUSY).
+ * Takes a reference on @q until the descriptor completes.  Returns 0,
+ * -EHOSTDOWN when the link has been down past the peer timeout (caller
+ * completes SL_ERR_PEER_DOWN), or -ENOMEM (caller completes SL_NAK_BUSY).
  */
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 

@@ -58,6 +58,8 @@ static int add_peer(struct config *c, const char *arg)
 	p = &c->peers[c->n_peers];
 	memcpy(p->name, arg, n);
 	p->name[n] = '\0';
+	if (!config_name_valid(p->name))
+		return -EINVAL;
 	if (config_parse_hostport(eq + 1, p->host, sizeof(p->host), &p->port))
 		return -EINVAL;
 	p->node_id = sl_node_id(p->name);
@@ -112,9 +114,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1;) {
 		switch (opt) {
 		case OPT_NODE:
-			if (strlen(optarg) == 0 || strlen(optarg) >= CONFIG_NAME_MAX) {
-				fprintf(stderr, "sluiced: --node: 1..%d characters\n",
-					CONFIG_NAME_MAX - 1);
+			if (!config_name_valid(optarg)) {
+				fprintf(stderr, "sluiced: --node: 1..%d characters of A-Z a-z "
+					"0-9 . _ -\n", CONFIG_NAME_MAX - 1);
 				return -EINVAL;
 			}
 			strcpy(c->node_name, optarg);
@@ -138,7 +140,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 			break;
 		case OPT_PEER:
 			if (add_peer(c, optarg)) {
-				fprintf(stderr, "sluiced: --peer: NAME=HOST:PORT expected\n");
+				fprintf(stderr, "sluiced: --peer: NAME=HOST:PORT expected, NAME "
+					"of A-Z a-z 0-9 . _ -\n");
 				return -EINVAL;
 			}
 			break;
@@ -174,18 +177,28 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
+/* Every accepted descriptor still pending gets SL_ERR_CANCELED, written
+ * while the clients' queues are alive, before anything is freed. */
 static void daemon_teardown(struct daemon *d)
 {
 	struct session *s;
+	struct queue *q;
 
+	d->stopping = true;
 	session_close_listener(d);
+	if (d->xp)
+		link_teardown_all(d);
+	TAILQ_FOREACH(q, &d->queues, all)
+		queue_cancel_receives(q);
+	daemon_flush_cq_wakeups(d);
 	while ((s = TAILQ_FIRST(&d->sessions)))
 		session_destroy(s);
 	if (d->xp) {
-		link_teardown_all(d);
 		d->xp->ops->destroy(d->xp);
 		d->xp = NULL;
 	}
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
 	free(d->ports);
 	d->ports = NULL;
 }
@@ -197,6 +210,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	d->ctl_fd = -1;
+	d->lock_fd = -1;
 	d->spin_s = SPIN_US_DEFAULT / 1e6;
 	TAILQ_INIT(&d->sessions);
 	TAILQ_INIT(&d->queues);
@@ -255,10 +269,13 @@ int main(int argc, char **argv)
 	ev_signal_start(d->loop, &d->sigterm_w);
 	ev_signal_start(d->loop, &d->sigint_w);
 	daemon_progress_init(d);
-	log_info("node %s (%08x) ready: socket %s, transport %s%s%s, eager_max %u",
-		 d->cfg.node_name, d->cfg.node_id, d->ctl_path, d->xp->ops->name,
-		 d->cfg.listen_set ? ", listening on " : "",
-		 d->cfg.listen_set ? d->cfg.listen_host : "", d->cfg.eager_max);
+	if (d->cfg.listen_set)
+		log_info("node %s (%08x) ready: socket %s, transport %s on %s:%u, eager_max %u",
+			 d->cfg.node_name, d->cfg.node_id, d->ctl_path, d->xp->ops->name,
+			 d->cfg.listen_host, d->cfg.listen_port, d->cfg.eager_max);
+	else
+		log_info("node %s (%08x) ready: socket %s, single node, eager_max %u",
+			 d->cfg.node_name, d->cfg.node_id, d->ctl_path, d->cfg.eager_max);
 	ev_run(d->loop, 0);
 	rc = 0;
 out:

@@ -232,6 +232,17 @@ void queue_kill(struct queue *q)
 	queue_put(q);
 }
 
+void queue_cancel_receives(struct queue *q)
+{
+	struct match_recv *r;
+
+	while ((r = match_pop_recv(&q->mq))) {
+		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
+				SL_ERR_CANCELED);
+		free(r);
+	}
+}
+
 void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 {
 	struct daemon *d = q->d;

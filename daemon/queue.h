@@ -71,6 +71,9 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 /* Owner gone: unbind, drop matching state, discard future completions. */
 void queue_kill(struct queue *q);
 
+/* Complete every posted receive with SL_ERR_CANCELED (shutdown). */
+void queue_cancel_receives(struct queue *q);
+
 void queue_get(struct queue *q);
 void queue_put(struct queue *q);
 

@@ -6,6 +6,8 @@
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +115,15 @@ static int handle_request(struct session *s)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
 	if (n == 0)
 		return -ECONNRESET;
-	if ((size_t)n != sizeof(req) || req.hdr.version != SL_CTL_VERSION)
+	if ((size_t)n >= sizeof(req.hdr) && req.hdr.version != SL_CTL_VERSION) {
+		/* Say why before dropping it, so the client reports -EPROTO. */
+		memset(&rep, 0, sizeof(rep));
+		rep.hdr = req.hdr;
+		rep.error = EPROTO;
+		(void)send_reply(s, &rep, NULL, 0);
+		return -EPROTO;
+	}
+	if ((size_t)n != sizeof(req))
 		return -EPROTO;
 	memset(&rep, 0, sizeof(rep));
 	rep.hdr = req.hdr;
@@ -245,6 +255,7 @@ static int mkdir_parents(const char *path, mode_t mode)
 int session_listen(struct daemon *d)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char lock_path[CONFIG_PATH_MAX + 32];
 	int fd, rc;
 
 	rc = mkdir_parents(d->cfg.runtime_dir, 0755);
@@ -259,6 +270,22 @@ int session_listen(struct daemon *d)
 		return -ENAMETOOLONG;
 	}
 	strcpy(sun.sun_path, d->ctl_path);
+	/* The lock closes the window between "is anyone there?" and bind():
+	 * two daemons started at once on one directory would both win. */
+	snprintf(lock_path, sizeof(lock_path), "%s/%s", d->cfg.runtime_dir, SLD_LOCK_NAME);
+	d->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (d->lock_fd < 0) {
+		rc = -errno;
+		log_err("%s: %m", lock_path);
+		return rc;
+	}
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+		log_err("%s: another sluiced is running there", d->cfg.runtime_dir);
+		close(d->lock_fd);
+		d->lock_fd = -1;
+		return rc;
+	}
 	if (socket_alive(&sun)) {
 		log_err("%s: another sluiced is running there", d->ctl_path);
 		return -EADDRINUSE;
@@ -286,6 +313,7 @@ void session_close_listener(struct daemon *d)
 {
 	if (d->ctl_fd < 0)
 		return;
+	/* The lock stays held until exit: the socket path is ours till then. */
 	ev_io_stop(d->loop, &d->ctl_w);
 	close(d->ctl_fd);
 	d->ctl_fd = -1;

@@ -22,6 +22,7 @@ struct sl_ctx {
 	uint32_t seq;
 	uint32_t node;
 	uint64_t incarnation;
+	_Atomic bool dead;	/* the daemon closed the control socket */
 	LIST_HEAD(, sl_queue) queues;
 };
 
@@ -40,7 +41,14 @@ struct sl_queue {
 	int sq_efd;		/* we write to wake the daemon */
 	int cq_efd;		/* the daemon writes to wake us */
 	struct arena arena;
+	int64_t gone_checked_ns;	/* last daemon_gone() poll */
 };
+
+/*
+ * daemon_gone - has the daemon closed the control socket?  Polls it at
+ * most once per millisecond (callers are slow paths that may spin).
+ */
+bool daemon_gone(struct sl_queue *q);
 
 /*
  * ctl_call - one request/reply on the control socket, under ctx->lock.

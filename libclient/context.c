@@ -57,9 +57,11 @@ int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	}
 	if (n == 0)
 		rc = -ECONNRESET;
-	else if ((size_t)n != sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	else if ((size_t)n != sizeof(*rep) || (mh.msg_flags & MSG_TRUNC) ||
 		 rep->hdr.seq != req->hdr.seq || rep->hdr.op != req->hdr.op)
 		rc = -EPROTO;
+	else if (mh.msg_flags & MSG_CTRUNC)
+		rc = -EMFILE;	/* fds lost: we are at our limit; *rep is valid */
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	if (rc) {
@@ -103,7 +105,7 @@ SL_EXPORT int sl_open(const char *path, struct sl_ctx **ctx_p)
 	if (rc)
 		goto err_close;
 	if (rep.error) {
-		rc = -rep.error;
+		rc = -rep.error;	/* EPROTO: the daemon speaks another version */
 		goto err_close;
 	}
 	if (rep.abi_version != SL_SHM_ABI_VERSION) {

@@ -84,6 +84,8 @@ SL_EXPORT int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,
 		return -ENOMEM;
 	q->sq_efd = q->cq_efd = -1;
 	rc = ctl_call(ctx, &req, &rep, fds, 3, &nfds);
+	if (rc == -EMFILE && rep.error == 0)
+		goto err_close_remote;	/* the daemon made the queue: undo it */
 	if (rc)
 		goto err_free;
 	if (rep.error) {
@@ -168,6 +170,8 @@ SL_EXPORT size_t sl_arena_size(const struct sl_queue *q)
 	return q->arena_size;
 }
 
+static int64_t now_ns(void);
+
 static void ring_doorbell(struct sl_queue *q)
 {
 	uint64_t one = 1;
@@ -175,6 +179,23 @@ static void ring_doorbell(struct sl_queue *q)
 	/* The only failure is a counter overflow (EAGAIN) that leaves the
 	 * eventfd readable anyway: the daemon wakes either way. */
 	(void)!write(q->sq_efd, &one, sizeof(one));
+}
+
+bool daemon_gone(struct sl_queue *q)
+{
+	struct pollfd pfd = { .fd = q->ctx->fd, .events = 0 };
+	int64_t now = now_ns();
+
+	if (atomic_load_explicit(&q->ctx->dead, memory_order_relaxed))
+		return true;
+	if (now - q->gone_checked_ns < 1000000)
+		return false;
+	q->gone_checked_ns = now;
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR))) {
+		atomic_store_explicit(&q->ctx->dead, true, memory_order_relaxed);
+		return true;
+	}
+	return false;
 }
 
 /* Post one SQE; the daemon's doorbell is rung only if it sleeps. */
@@ -194,11 +215,13 @@ static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag
 	} else if (p && p >= q->arena_base && p <= q->arena_base + q->arena_size) {
 		addr = (uint64_t)(p - q->arena_base);
 	}
+	if (atomic_load_explicit(&q->ctx->dead, memory_order_relaxed))
+		return -ENOTCONN;
 	space = sl_ring_prod_space(&q->sq, 1);
 	if (space < 0)
 		return -ENOTCONN;
 	if (space == 0)
-		return -EAGAIN;
+		return daemon_gone(q) ? -ENOTCONN : -EAGAIN;
 	sqe = sl_ring_prod_slot(&q->sq, 0);
 	*sqe = (struct sl_sqe){
 		.opcode = opcode,
@@ -311,7 +334,7 @@ SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 			return avail < 0 ? -EPROTO : (int)avail;
 	}
 	if (timeout_ms == 0)
-		return 0;
+		return daemon_gone(q) ? -ECONNRESET : 0;
 	deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		struct pollfd pfd[2] = {
@@ -339,7 +362,9 @@ SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 		avail = sl_ring_cons_avail(&q->cq);
 		if (avail)
 			return avail < 0 ? -EPROTO : (int)avail;
-		if (pfd[1].revents & (POLLHUP | POLLERR))
+		if (pfd[1].revents & (POLLHUP | POLLERR)) {
+			atomic_store_explicit(&q->ctx->dead, true, memory_order_relaxed);
 			return -ECONNRESET;
+		}
 	}
 }

@@ -192,8 +192,9 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  * The queue's arena size is set by the daemon ([limits] arena_bytes).
  * Returns 0, or -EINVAL (port or depth out of range), -EADDRINUSE (port
  * bound), -EACCES (privileged port), -EADDRNOTAVAIL (no free ephemeral
- * port), -EMFILE / -ENOMEM (daemon or process out of resources), -EPROTO
- * (malformed reply), -ECONNRESET (daemon went away).
+ * port), -EMFILE (the daemon's max_queues reached, or this process has no
+ * free fds for the queue's three: the daemon's half is then undone),
+ * -ENOMEM, -EPROTO (malformed reply), -ECONNRESET (daemon went away).
  * Thread-safe with respect to other queue opens/closes on @ctx.
  */
 int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,
@@ -256,9 +257,12 @@ size_t sl_arena_size(const struct sl_queue *q);
  * message (delivered it or queued it as unexpected), SL_ERR_NO_ENDPOINT
  * when nothing is bound at @dst, SL_ERR_INVALID for a bad descriptor
  * (length over eager_max to a remote node, for instance), or with a NAK.
- * Returns 0 when posted, -EAGAIN when the SQ is full (no system call made),
- * -EINVAL when @buf..@buf+@len is not inside the arena, -ENOTCONN when the
- * daemon has closed the queue.  Owner thread of @q only.
+ * Returns 0 when posted, -EAGAIN when the SQ is full (no system call made,
+ * but for one poll(2) of the control socket per millisecond to notice a
+ * daemon that has gone), -EINVAL when @buf..@buf+@len is not inside the
+ * arena, -ENOTCONN when the daemon has gone (a descriptor posted just
+ * before that was noticed never completes; sl_wait() reports -ECONNRESET).
+ * Owner thread of @q only.
  */
 int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
 	    const void *buf, size_t len, uint64_t user_ctx);
@@ -304,7 +308,9 @@ int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max);
  * $SLUICE_WAIT_SPIN_US (0..1000000, read once per process) changes the
  * polling window; 0 sleeps at once.
  * Returns the number of completions ready (> 0), 0 on timeout, -EINTR when
- * a signal arrived, -ECONNRESET when the daemon went away.
+ * a signal arrived, -ECONNRESET when the daemon went away (completions it
+ * wrote before going, such as SL_ERR_CANCELED at shutdown, are returned
+ * first).
  * Owner thread of @q only.
  */
 int sl_wait(struct sl_queue *q, int timeout_ms);

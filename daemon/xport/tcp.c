@@ -60,6 +60,8 @@ struct xport_conn {
 	uint8_t *rx;
 	size_t rx_cap;
 	size_t rx_len;
+	uint32_t rx_max;	/* largest payload accepted, bytes */
+	ev_timer hello_w;	/* accepted and still anonymous */
 	unsigned busy;		/* upcall nesting: free is deferred while > 0 */
 	bool zombie;		/* closed; free when busy drops to 0 */
 	char name[64];
@@ -79,6 +81,7 @@ static struct tcp_xport *to_tcp(struct xport *x)
 
 static void tcp_io_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void tcp_close(struct xport_conn *c, int err);
+static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 static void conn_put(struct xport_conn *c)
 {
@@ -125,8 +128,10 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 	c->busy = 1;	/* the owner's reference, dropped at close */
 	ev_io_init(&c->rw, tcp_io_cb, fd, EV_READ);
 	ev_io_init(&c->ww, tcp_io_cb, fd, EV_WRITE);
+	ev_timer_init(&c->hello_w, hello_timeout_cb, XPORT_HELLO_TIMEOUT, 0.0);
 	c->rw.data = c;
 	c->ww.data = c;
+	c->hello_w.data = c;
 	LIST_INSERT_HEAD(&x->conns, c, all);
 	return c;
 }
@@ -290,6 +295,12 @@ static int parse_frames(struct xport_conn *c)
 		}
 		if (rc < 0)
 			break;
+		if (f.payload_len > c->rx_max) {
+			/* Refuse before buffering: an anonymous peer must not
+			 * make us hold 16 MiB per connection. */
+			rc = -EMSGSIZE;
+			break;
+		}
 		need = (size_t)f.hdr_len + f.payload_len;
 		if (c->rx_len - off < need) {
 			if (need > c->rx_cap) {
@@ -409,6 +420,7 @@ static void tcp_close(struct xport_conn *c, int err)
 	c->state = TCP_CLOSED;
 	ev_io_stop(loop, &c->rw);
 	ev_io_stop(loop, &c->ww);
+	ev_timer_stop(loop, &c->hello_w);
 	if (c->fd >= 0 && close(c->fd) < 0)
 		log_warn("tcp: %s: close: %m", c->name);
 	c->fd = -1;
@@ -424,6 +436,25 @@ static void tcp_close(struct xport_conn *c, int err)
 static void tcp_set_ctx(struct xport_conn *c, void *ctx)
 {
 	c->ctx = ctx;
+	if (ctx)
+		ev_timer_stop(c->x->base.loop, &c->hello_w);
+}
+
+static void tcp_set_rx_limit(struct xport_conn *c, uint32_t bytes)
+{
+	c->rx_max = bytes;
+}
+
+static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct xport_conn *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	log_warn("tcp: %s: no HELLO within %.0f s; closing", c->name, XPORT_HELLO_TIMEOUT);
+	c->busy++;
+	tcp_close(c, -ETIMEDOUT);
+	conn_put(c);
 }
 
 static const char *tcp_peer_name(const struct xport_conn *c)
@@ -475,6 +506,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		name_from_sockaddr(c, (struct sockaddr *)&ss);
 		ev_io_start(x->base.loop, &c->rw);
+		ev_timer_start(x->base.loop, &c->hello_w);
 		x->base.up->accepted(&x->base, c);
 	}
 }
@@ -601,6 +633,7 @@ static const struct xport_ops tcp_ops = {
 	.flush = tcp_flush,
 	.sq_space = tcp_sq_space,
 	.set_ctx = tcp_set_ctx,
+	.set_rx_limit = tcp_set_rx_limit,
 	.close = tcp_close,
 	.peer_name = tcp_peer_name,
 	.destroy = tcp_destroy,

@@ -33,6 +33,9 @@
 struct xport;
 struct xport_conn;
 
+/* Seconds an accepted connection may stay anonymous (no link attached). */
+#define XPORT_HELLO_TIMEOUT 5.0
+
 struct xport_upcalls {
 	/* An outbound connect finished; @err is 0 or -errno (then the conn
 	 * is gone after this call). */
@@ -72,7 +75,12 @@ struct xport_ops {
 	void (*flush)(struct xport_conn *c);
 	/* Free slots in the SQ. */
 	uint32_t (*sq_space)(const struct xport_conn *c);
+	/* Attach the link; an accepted conn must get one within
+	 * XPORT_HELLO_TIMEOUT or it is closed. */
 	void (*set_ctx)(struct xport_conn *c, void *ctx);
+	/* Largest payload the conn accepts, bytes; larger frames break it
+	 * before anything is buffered.  0 (HELLO only) until set. */
+	void (*set_rx_limit)(struct xport_conn *c, uint32_t bytes);
 	/* Break the connection now; posted frames complete with an error,
 	 * then closed() is called. */
 	void (*close)(struct xport_conn *c, int err);

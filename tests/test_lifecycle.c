@@ -1,0 +1,389 @@
+/*
+ * test_lifecycle.c - the daemon's and the client's edges of life: a daemon
+ * that dies under a client, shutdown with work pending, two daemons on
+ * one runtime directory, anonymous TCP peers, fd exhaustion in a client,
+ * and a control-protocol version mismatch.  Each test here reproduces a
+ * failure found by trying the daemon as a new user would.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+
+#include "harness.h"
+#include "sl_shm.h"
+#include "sl_wire.h"
+#include "sluice.h"
+
+/* Remove a runtime directory whose daemon we killed ourselves. */
+static void remove_dir(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	char p[512];
+
+	if (!dh)
+		return;
+	while ((e = readdir(dh))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(dh);
+	rmdir(dir);
+}
+
+static void kill_daemon(struct h_daemon *d)
+{
+	int st;
+
+	H_EQ(kill(d->pid, SIGKILL), 0);
+	H_EQ(waitpid(d->pid, &st, 0), d->pid);
+	d->pid = 0;
+	remove_dir(d->dir);
+}
+
+/*
+ * After the daemon dies, a client spinning on -EAGAIN must learn it: the
+ * README's retry loop used to spin forever.
+ */
+START_TEST(daemon_gone_is_reported)
+{
+	struct h_daemon a;
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	int64_t t0;
+	int rc = 0, posted = 0;
+
+	h_daemon_start(&a, "gone", 0, NULL, 0);
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 100, 4, &q), 0);
+	buf = sl_alloc(q, 8);
+	H_ASSERT(buf, "sl_alloc");
+	kill_daemon(&a);
+
+	/* The SQ (4) fills, then posts must fail within ~1 ms of polling. */
+	t0 = h_now_ms();
+	while (h_now_ms() - t0 < 1000) {
+		rc = sl_send(q, (sl_addr_t){ SL_NODE_LOCAL, 100 }, 1, buf, 8, 0);
+		if (rc == 0)
+			posted++;
+		else if (rc != -EAGAIN)
+			break;
+	}
+	H_EQ(rc, -ENOTCONN);
+	H_ASSERT(posted <= 4, "%d posts accepted into a 4-entry SQ", posted);
+	H_ASSERT(h_now_ms() - t0 < 100, "took %lld ms to notice", (long long)(h_now_ms() - t0));
+	H_EQ(sl_recv(q, SL_ANY_SOURCE, 0, 0, buf, 8, 0), -ENOTCONN);
+	H_EQ(sl_wait(q, 0), -ECONNRESET);
+	H_EQ(sl_wait(q, 1000), -ECONNRESET);
+	H_EQ(sl_poll(q, &cqe, 1), 0);
+	sl_close(ctx);
+}
+END_TEST
+
+/*
+ * SIGTERM with work pending: every accepted descriptor gets exactly one
+ * SL_ERR_CANCELED completion (receives posted; sends queued for a peer
+ * that never came up).
+ */
+START_TEST(sigterm_cancels_pending)
+{
+	struct h_daemon a, ghost = { .name = "ghost" };
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqes[16];
+	uint8_t *buf;
+	unsigned i, got = 0, recvs = 0, sends = 0;
+	bool seen[8] = { false };
+	int rc;
+
+	ghost.tcp_port = h_free_port();	/* nothing listens there */
+	h_daemon_start(&a, "stopper", h_free_port(), &ghost, 1);
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 200, 16, &q), 0);
+	buf = sl_alloc(q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	for (i = 0; i < 5; i++)
+		H_EQ(sl_recv(q, SL_ANY_SOURCE, 7, ~0ull, buf, 64, i), 0);
+	for (i = 5; i < 8; i++)
+		H_EQ(sl_send(q, (sl_addr_t){ sl_node_id("ghost"), 9 }, 7, buf, 8, i), 0);
+	h_sleep_ms(100);	/* accepted: receives posted, sends in the backlog */
+	H_EQ(sl_poll(q, cqes, 16), 0);
+	h_daemon_stop(&a);	/* SIGTERM; exit status 0; socket removed */
+
+	while (got < 8) {
+		rc = sl_poll(q, cqes + got, 16 - got);
+		H_ASSERT(rc > 0, "completion %u of 8: sl_poll %d", got + 1, rc);
+		got += (unsigned)rc;
+	}
+	H_EQ(sl_poll(q, cqes + got, 16 - got), 0);
+	for (i = 0; i < got; i++) {
+		H_EQ(cqes[i].status, SL_ERR_CANCELED);
+		H_ASSERT(cqes[i].user_ctx < 8 && !seen[cqes[i].user_ctx], "ctx %llu",
+			 (unsigned long long)cqes[i].user_ctx);
+		seen[cqes[i].user_ctx] = true;
+		H_EQ(cqes[i].opcode, cqes[i].user_ctx < 5 ? SL_OP_RECV : SL_OP_SEND);
+		if (cqes[i].opcode == SL_OP_RECV)
+			recvs++;
+		else
+			sends++;
+	}
+	H_EQ(recvs, 5);
+	H_EQ(sends, 3);
+	H_EQ(sl_wait(q, 100), -ECONNRESET);
+	sl_close(ctx);
+}
+END_TEST
+
+static pid_t spawn_daemon(const char *dir)
+{
+	const char *top = getenv("top_builddir");
+	char bin[512];
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/daemon/sluiced", top ? top : ".");
+	pid = h_fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		execl(bin, bin, "--node", "race", "--runtime-dir", dir, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Two daemons started at the same moment on one directory: exactly one. */
+START_TEST(one_daemon_per_runtime_dir)
+{
+	unsigned round;
+
+	for (round = 0; round < 10; round++) {
+		char dir[] = "/tmp/sluice-race-XXXXXX", sock[128];
+		pid_t p[2];
+		int st, alive = 0, refused = 0, i;
+		struct sl_ctx *ctx;
+
+		H_ASSERT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+		p[0] = spawn_daemon(dir);
+		p[1] = spawn_daemon(dir);
+		h_sleep_ms(300);
+		for (i = 0; i < 2; i++) {
+			pid_t r = waitpid(p[i], &st, WNOHANG);
+
+			if (r == 0) {
+				alive++;
+			} else {
+				H_EQ(r, p[i]);
+				H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+					 "loser status %#x", st);
+				refused++;
+				p[i] = 0;
+			}
+		}
+		H_EQ(alive, 1);
+		H_EQ(refused, 1);
+		snprintf(sock, sizeof(sock), "%s/sluiced.sock", dir);
+		H_EQ(sl_open(sock, &ctx), 0);
+		sl_close(ctx);
+		for (i = 0; i < 2; i++) {
+			if (p[i]) {
+				H_EQ(kill(p[i], SIGTERM), 0);
+				H_EQ(waitpid(p[i], &st, 0), p[i]);
+				H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+			}
+		}
+		H_EQ(access(sock, F_OK), -1);	/* the survivor removed it */
+		remove_dir(dir);
+	}
+}
+END_TEST
+
+static int tcp_connect(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H_EQ(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* Milliseconds until the peer closes @fd (read returns 0 or an error). */
+static int64_t ms_until_closed(int fd, int limit_ms)
+{
+	int64_t t0 = h_now_ms();
+	char b[256];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = limit_ms - (h_now_ms() - t0);
+
+		if (left <= 0)
+			return -1;
+		if (poll(&pfd, 1, (int)left) == 1 && read(fd, b, sizeof(b)) <= 0)
+			return h_now_ms() - t0;
+	}
+}
+
+/*
+ * A connection that has not said HELLO may not make the daemon buffer a
+ * payload (16 MiB each, before), and must say HELLO within 5 s.
+ */
+START_TEST(anonymous_peers_are_bounded)
+{
+	struct h_daemon a;
+	struct sl_wire_frame f = { .type = SL_WIRE_EAGER, .seq = 1,
+				   .payload_len = SL_WIRE_PAYLOAD_MAX };
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	long rss0, rss1;
+	int fds[20], n, i, idle;
+	int64_t ms;
+
+	h_daemon_start(&a, "anon", h_free_port(), NULL, 0);
+	rss0 = h_proc_rss_kb(a.pid);
+	n = sl_wire_encode(&f, hdr, sizeof(hdr));
+	H_ASSERT(n > 0, "encode %d", n);
+	for (i = 0; i < 20; i++) {
+		fds[i] = tcp_connect(a.tcp_port);
+		H_EQ(write(fds[i], hdr, (size_t)n), n);
+		H_EQ(write(fds[i], hdr, 16), 16);	/* the start of a payload */
+	}
+	for (i = 0; i < 20; i++) {
+		ms = ms_until_closed(fds[i], 2000);
+		H_ASSERT(ms >= 0, "connection %d still open after 2 s", i);
+		close(fds[i]);
+	}
+	rss1 = h_proc_rss_kb(a.pid);
+	H_ASSERT(rss0 > 0 && rss1 > 0, "rss %ld %ld", rss0, rss1);
+	H_ASSERT(rss1 - rss0 < 8 * 1024, "daemon grew by %ld KiB", rss1 - rss0);
+
+	idle = tcp_connect(a.tcp_port);
+	ms = ms_until_closed(idle, 7000);
+	H_ASSERT(ms >= 4500 && ms <= 6500, "silent connection closed after %lld ms",
+		 (long long)ms);
+	close(idle);
+	H_ASSERT(h_daemon_alive(&a), "daemon died");
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/*
+ * A client at its fd limit cannot receive the queue's three fds: the call
+ * fails -EMFILE and the daemon's half of the queue is undone (the port was
+ * left bound before).
+ */
+START_TEST(queue_open_at_fd_limit)
+{
+	struct h_daemon a;
+	pid_t pid;
+	int st;
+
+	h_daemon_start(&a, "fdlimit", 0, NULL, 0);
+	pid = h_fork();
+	if (pid == 0) {
+		struct rlimit rl, low;
+		struct sl_ctx *ctx;
+		struct sl_queue *q;
+		int filler[64], nfill = 0, fd;
+
+		if (sl_open(a.sock, &ctx) || getrlimit(RLIMIT_NOFILE, &rl))
+			_exit(10);
+		/* Fill the fd table up to a low limit, then free exactly one
+		 * slot: the reply's three fds cannot all arrive. */
+		low = (struct rlimit){ 64, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &low))
+			_exit(11);
+		while (nfill < 64 && (fd = dup(0)) >= 0)
+			filler[nfill++] = fd;
+		if (nfill == 0 || errno != EMFILE)
+			_exit(15);
+		close(filler[--nfill]);
+		{
+			int rc = sl_queue_open(ctx, 3333, 4, &q);
+
+			if (rc != -EMFILE) {
+				fprintf(stderr, "at fd limit: sl_queue_open %d\n", rc);
+				_exit(12);
+			}
+		}
+		while (nfill)
+			close(filler[--nfill]);
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(13);
+		if (sl_queue_open(ctx, 3333, 4, &q) != 0)
+			_exit(14);	/* port leaked by the failed open */
+		sl_close(ctx);
+		_exit(0);
+	}
+	H_EQ(waitpid(pid, &st, 0), pid);
+	H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/* A client of another control-protocol version is told so (EPROTO). */
+START_TEST(control_version_mismatch)
+{
+	struct h_daemon a;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sl_ctl_req req = { .hdr = { .version = SL_CTL_VERSION + 1,
+					   .op = SL_CTL_HELLO, .seq = 77 } };
+	struct sl_ctl_rep rep;
+	int fd;
+
+	h_daemon_start(&a, "version", 0, NULL, 0);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	H_ASSERT(fd >= 0, "socket");
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a.sock);
+	H_EQ(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	H_EQ(send(fd, &req, sizeof(req), 0), sizeof(req));
+	H_EQ(recv(fd, &rep, sizeof(rep), 0), sizeof(rep));
+	H_EQ(rep.error, EPROTO);
+	H_EQ(rep.hdr.seq, 77);
+	H_EQ(recv(fd, &rep, sizeof(rep), 0), 0);	/* then dropped */
+	close(fd);
+	H_ASSERT(h_daemon_alive(&a), "daemon died");
+	h_daemon_stop(&a);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("lifecycle");
+	TCase *tc = tcase_create("lifecycle");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, daemon_gone_is_reported);
+	tcase_add_test(tc, sigterm_cancels_pending);
+	tcase_add_test(tc, one_daemon_per_runtime_dir);
+	tcase_add_test(tc, anonymous_peers_are_bounded);
+	tcase_add_test(tc, queue_open_at_fd_limit);
+	tcase_add_test(tc, control_version_mismatch);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
