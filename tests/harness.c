@@ -178,8 +178,7 @@ static void daemon_path(char *buf, size_t len)
 	H_ASSERT(access(buf, X_OK) == 0, "%s: %s (set top_builddir)", buf, strerror(errno));
 }
 
-/* Remove the runtime directory and whatever is left in it. */
-static void remove_dir(const char *dir)
+void h_remove_dir(const char *dir)
 {
 	char path[H_PATH_MAX + 256 + 2];
 	struct dirent *e;
@@ -363,7 +362,20 @@ void h_daemon_stop(struct h_daemon *d)
 	H_ASSERT(access(d->sock, F_OK) < 0 && errno == ENOENT,
 		 "daemon %s left its socket %s", d->name, d->sock);
 	registry_del(d);
-	remove_dir(d->dir);
+	h_remove_dir(d->dir);
+	d->pid = 0;
+}
+
+void h_daemon_kill(struct h_daemon *d)
+{
+	int st;
+
+	H_ASSERT(d->pid > 0, "daemon %s not running", d->name);
+	H_ASSERT(kill(d->pid, SIGKILL) == 0, "kill %s: %s", d->name, strerror(errno));
+	H_ASSERT(waitpid(d->pid, &st, 0) == d->pid, "waitpid %s: %s", d->name,
+		 strerror(errno));
+	registry_del(d);
+	h_remove_dir(d->dir);
 	d->pid = 0;
 }
 

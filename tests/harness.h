@@ -87,6 +87,13 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
  * then remove the runtime directory.  Fatal on error. */
 void h_daemon_stop(struct h_daemon *d);
 
+/* SIGKILL the daemon, reap it, and remove its runtime directory (the
+ * daemon cannot).  Fatal on error. */
+void h_daemon_kill(struct h_daemon *d);
+
+/* Remove a directory and the files in it.  Fatal on error. */
+void h_remove_dir(const char *dir);
+
 /* Is the daemon process still there (kill(pid, 0) == 0 and not a zombie)? */
 bool h_daemon_alive(const struct h_daemon *d);
 

@@ -20,41 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <dirent.h>
 
 #include "harness.h"
 #include "sl_shm.h"
 #include "sl_wire.h"
 #include "sluice.h"
-
-/* Remove a runtime directory whose daemon we killed ourselves. */
-static void remove_dir(const char *dir)
-{
-	DIR *dh = opendir(dir);
-	struct dirent *e;
-	char p[512];
-
-	if (!dh)
-		return;
-	while ((e = readdir(dh))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		unlink(p);
-	}
-	closedir(dh);
-	rmdir(dir);
-}
-
-static void kill_daemon(struct h_daemon *d)
-{
-	int st;
-
-	H_EQ(kill(d->pid, SIGKILL), 0);
-	H_EQ(waitpid(d->pid, &st, 0), d->pid);
-	d->pid = 0;
-	remove_dir(d->dir);
-}
 
 /*
  * After the daemon dies, a client spinning on -EAGAIN must learn it: the
@@ -75,7 +45,7 @@ START_TEST(daemon_gone_is_reported)
 	H_EQ(sl_queue_open(ctx, 100, 4, &q), 0);
 	buf = sl_alloc(q, 8);
 	H_ASSERT(buf, "sl_alloc");
-	kill_daemon(&a);
+	h_daemon_kill(&a);
 
 	/* The SQ (4) fills, then posts must fail within ~1 ms of polling. */
 	t0 = h_now_ms();
@@ -211,7 +181,7 @@ START_TEST(one_daemon_per_runtime_dir)
 			}
 		}
 		H_EQ(access(sock, F_OK), -1);	/* the survivor removed it */
-		remove_dir(dir);
+		h_remove_dir(dir);
 	}
 }
 END_TEST
