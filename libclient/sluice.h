@@ -20,6 +20,10 @@
  * is made on that path).  A descriptor the daemon accepted but could not
  * carry out completes with a NAK status (SL_NAK_*): the buffer was left
  * untouched and the post may be retried.  Nothing is dropped silently.
+ * A NAKed message was not delivered, but sends posted after it may have
+ * been: a retry arrives after them.  Senders that need order across NAKs
+ * keep one send per destination in flight, or number their messages (as
+ * tools/sluice-copy does).
  *
  * Errors.  Functions return 0 or a count on success and a negative errno on
  * failure.  Completion statuses (enum sl_status) are a separate, positive
