@@ -16,6 +16,7 @@
 #include <sys/queue.h>
 #include <ev.h>
 
+#include "accept_pause.h"
 #include "config.h"
 #include "xport/xport.h"
 
@@ -52,6 +53,7 @@ struct daemon {
 	int lock_fd;			/* flock()ed runtime_dir/sluiced.lock */
 	bool stopping;			/* shutting down: pending work is CANCELED */
 	ev_io ctl_w;
+	struct accept_pause ctl_pause;	/* accept() out of fds: back off */
 	char ctl_path[CONFIG_PATH_MAX + 32];
 
 	TAILQ_HEAD(, session) sessions;

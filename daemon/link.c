@@ -201,6 +201,30 @@ static void link_post_backlog(struct link *l, bool force_ack)
 	}
 }
 
+void link_cancel_queue(struct daemon *d, struct queue *q)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++) {
+		struct link *l = d->links[i];
+		struct link_frame *f, *next;
+
+		for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
+			next = TAILQ_NEXT(f, link);
+			if (f->type != SL_WIRE_EAGER || f->q != q)
+				continue;
+			TAILQ_REMOVE(&l->backlog, f, link);
+			l->n_backlog--;
+			/* Discarded: the queue is dead; this returns its slot
+			 * reservation and its reference. */
+			engine_complete(q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx,
+					SL_ERR_CANCELED);
+			queue_put(q);
+			free(f);
+		}
+	}
+}
+
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
 {
 	struct link_frame *f;
@@ -412,7 +436,12 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 
 	(void)c;
 	(void)status;	/* an error is followed by closed(), which fails it */
-	if (!f || !l)
+	if (!l)
+		return;
+	/* An SQ slot is free: the backlog may move on the next pass. */
+	if (l->n_backlog)
+		daemon_kick(l->d);
+	if (!f)
 		return;
 	f->posted = false;
 	if (f->acked)

@@ -96,6 +96,10 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
  */
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 
+/* A queue was closed: drop its sends that have not reached the transport
+ * (those that have complete normally, discarded). */
+void link_cancel_queue(struct daemon *d, struct queue *q);
+
 /* Hand queued frames to the transport and write them (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep). */
 void link_flush_all(struct daemon *d, bool force_ack);

@@ -92,6 +92,7 @@ static bool try_sleep(struct daemon *d)
 	struct queue *q;
 
 	link_flush_all(d, true);
+	daemon_flush_cq_wakeups(d);	/* flushing may have completed sends */
 
 	TAILQ_FOREACH(q, &d->queues, all) {
 		if (queue_prepare_sleep(q)) {
@@ -141,6 +142,10 @@ static void progress_cb(struct ev_loop *loop, ev_idle *w, int revents)
 void daemon_progress_init(struct daemon *d)
 {
 	ev_idle_init(&d->progress_w, progress_cb);
+	/* libev runs an idle watcher only when nothing of its priority or
+	 * higher is pending: at the default priority, one fd that stays
+	 * ready (a client hammering its doorbell) would starve progress. */
+	ev_set_priority(&d->progress_w, EV_MAXPRI);
 	d->progress_w.data = d;
 	daemon_kick(d);
 }

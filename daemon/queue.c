@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "engine.h"
+#include "link.h"
 #include "log.h"
 #include "queue.h"
 #include "session.h"
@@ -229,6 +230,7 @@ void queue_kill(struct queue *q)
 	}
 	while ((m = match_pop_unexpected(&q->mq)))
 		free(m);
+	link_cancel_queue(d, q);
 	queue_put(q);
 }
 
@@ -258,6 +260,9 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 		q->in_dirty = true;
 		TAILQ_INSERT_TAIL(&d->cq_dirty, q, dirty);
 	}
+	/* Completions also come from outside a pass (a link breaks, a timer
+	 * fires): the pass that follows wakes the client. */
+	daemon_kick(d);
 }
 
 int queue_drain(struct queue *q, unsigned budget)

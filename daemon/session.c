@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "accept_pause.h"
 #include "daemon.h"
 #include "log.h"
 #include "queue.h"
@@ -190,7 +191,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
+			    !accept_pause_on_error(&d->ctl_pause, errno, "control socket"))
 				log_warn("control socket: accept: %m");
 			return;
 		}
@@ -306,6 +308,7 @@ int session_listen(struct daemon *d)
 	ev_io_init(&d->ctl_w, accept_cb, fd, EV_READ);
 	d->ctl_w.data = d;
 	ev_io_start(d->loop, &d->ctl_w);
+	accept_pause_init(&d->ctl_pause, d->loop, &d->ctl_w);
 	return 0;
 }
 
@@ -315,6 +318,7 @@ void session_close_listener(struct daemon *d)
 		return;
 	/* The lock stays held until exit: the socket path is ours till then. */
 	ev_io_stop(d->loop, &d->ctl_w);
+	accept_pause_stop(&d->ctl_pause);
 	close(d->ctl_fd);
 	d->ctl_fd = -1;
 	if (unlink(d->ctl_path) < 0 && errno != ENOENT)

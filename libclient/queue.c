@@ -324,6 +324,8 @@ SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 	if (avail)
 		return avail < 0 ? -EPROTO : (int)avail;
 	start = now_ns();
+	if (timeout_ms > 0 && spin > (int64_t)timeout_ms * 1000000)
+		spin = (int64_t)timeout_ms * 1000000;
 	/* Spin by yielding: with the daemon and two clients on two cores,
 	 * plain spinning starves whoever would produce the completion, and
 	 * sleeping costs a wake-up (~5 µs, more in a VM) per message. */

@@ -2230,6 +2230,69 @@ static void raw_close(struct raw *r)
 		 close(r->sock) == 0, "close: %s", strerror(errno));
 }
 
+/*
+ * A client that rings its doorbell in a tight loop must not starve the
+ * others.  The progress engine ran as a default-priority ev_idle watcher,
+ * which libev runs only when no fd is ready: 20,000 local round trips of
+ * another client took 3.4 s instead of 0.03 s.
+ */
+#define S_ROUNDS 20000
+#define S_LIMIT_MS 2000
+
+START_TEST(doorbell_hammer_does_not_starve)
+{
+	struct h_daemon node;
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	struct raw r;
+	sl_addr_t self;
+	uint8_t *buf;
+	int64_t t0, took;
+	pid_t hammer;
+	unsigned i, got;
+	int st;
+
+	h_daemon_start(&node, "A", 0, NULL, 0);
+	raw_open(&r, &node, 3101, 4);
+	hammer = h_fork();
+	if (hammer == 0) {
+		int64_t end = h_now_ms() + 4 * S_LIMIT_MS;
+		uint64_t one = 1;
+
+		while (h_now_ms() < end)
+			if (write(r.sq_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				_exit(1);
+		_exit(0);
+	}
+	H_EQ(sl_open(node.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 3102, 8, &q), 0);
+	self = sl_queue_addr(q);
+	buf = sl_alloc(q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	h_sleep_ms(50);		/* the hammer is going */
+	t0 = h_now_ms();
+	for (i = 0; i < S_ROUNDS && h_now_ms() - t0 < 4 * S_LIMIT_MS; i++) {
+		H_EQ(sl_recv(q, self, 5, ~0ull, buf + 32, 32, 1), 0);
+		H_EQ(sl_send(q, self, 5, buf, 8, 2), 0);
+		for (got = 0; got < 2; got++) {
+			H_EQ(h_wait_cqe(q, &cqe, 2000), 1);
+			H_EQ(cqe.status, SL_OK);
+		}
+	}
+	took = h_now_ms() - t0;
+	H_EQ(i, S_ROUNDS);
+	H_ASSERT(took < S_LIMIT_MS, "%d local round trips took %lld ms next to a client "
+		 "ringing its doorbell in a loop", S_ROUNDS, (long long)took);
+	H_EQ(kill(hammer, SIGKILL), 0);
+	H_EQ(waitpid(hammer, &st, 0), hammer);
+	H_EQ(sl_queue_close(q), 0);
+	sl_close(ctx);
+	raw_close(&r);
+	h_daemon_stop(&node);
+}
+END_TEST
+
 START_TEST(invalid_descriptors_raw)
 {
 	struct h_daemon node;
@@ -3086,6 +3149,7 @@ static Suite *integration_suite(void)
 	tcase_add_test(tc, port_rules);
 	tcase_add_test(tc, queue_close_cancels);
 	tcase_add_test(tc, unexpected_bound);
+	tcase_add_test(tc, doorbell_hammer_does_not_starve);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,6 +5,8 @@
  * and a control-protocol version mismatch.  Each test here reproduces a
  * failure found by trying the daemon as a new user would.
  */
+#include "autoconfig.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -118,6 +121,123 @@ START_TEST(sigterm_cancels_pending)
 	H_EQ(sends, 3);
 	H_EQ(sl_wait(q, 100), -ECONNRESET);
 	sl_close(ctx);
+}
+END_TEST
+
+/*
+ * A completion written outside a progress pass (here: the link breaks and
+ * the unacknowledged send fails) must wake a client asleep in sl_wait():
+ * it used to sit in the CQ until the wait timed out.
+ */
+START_TEST(link_down_wakes_client)
+{
+	struct h_daemon ds[2];
+	static const char *const names[] = { "left", "right" };
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	int64_t t0, took;
+	pid_t killer;
+	int st;
+
+	h_cluster_start(ds, names, 2);
+	H_EQ(sl_open(ds[0].sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 300, 8, &q), 0);
+	buf = sl_alloc(q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	/* A stopped peer takes the frame into its socket but never ACKs. */
+	H_EQ(kill(ds[1].pid, SIGSTOP), 0);
+	H_EQ(sl_send(q, (sl_addr_t){ ds[1].node, 9 }, 1, buf, 8, 42), 0);
+	h_sleep_ms(200);	/* the daemon is asleep again */
+	/* Kill the peer only once this client sleeps in sl_wait(). */
+	killer = h_fork();
+	if (killer == 0) {
+		h_sleep_ms(300);
+		_exit(kill(ds[1].pid, SIGKILL) == 0 ? 0 : 1);
+	}
+	t0 = h_now_ms();
+	H_EQ(sl_wait(q, 5000), 1);
+	took = h_now_ms() - t0;
+	H_ASSERT(took < 300 + 1000, "completion woke the client %lld ms after the wait "
+		 "began (peer killed at 300 ms)", (long long)took);
+	H_EQ(waitpid(killer, &st, 0), killer);
+	H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "killer status %#x", st);
+	h_daemon_kill(&ds[1]);	/* reap it */
+	H_EQ(sl_poll(q, &cqe, 1), 1);
+	H_EQ(cqe.user_ctx, 42);
+	H_EQ(cqe.status, SL_ERR_PEER_DOWN);
+	sl_close(ctx);
+	h_daemon_stop(&ds[0]);
+}
+END_TEST
+
+/*
+ * Out of fds, accept() fails while the connection stays queued: the loop
+ * spun on the listening socket (88% CPU, 9 million log lines in 9 s) and
+ * starved the clients it already had.  It now pauses accepting.
+ */
+START_TEST(accept_at_fd_limit_backs_off)
+{
+	struct h_daemon a;
+	struct rlimit low, saved;
+	struct sl_ctx *ctx, *late;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	struct stat st;
+	sl_addr_t self;
+	uint8_t *buf;
+	int conns[40], i, got, n;
+	long t0, t1, hz = sysconf(_SC_CLK_TCK);
+	int64_t start;
+
+	h_daemon_start(&a, "fds", 0, NULL, 0);
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 400, 8, &q), 0);
+	self = sl_queue_addr(q);
+	buf = sl_alloc(q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	n = h_proc_fds(a.pid);
+	H_ASSERT(n > 0, "fds %d", n);
+	H_EQ(prlimit(a.pid, RLIMIT_NOFILE, NULL, &saved), 0);
+	low = (struct rlimit){ (rlim_t)n + 2, saved.rlim_max };
+	H_EQ(prlimit(a.pid, RLIMIT_NOFILE, &low, NULL), 0);
+	for (i = 0; i < 40; i++) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		conns[i] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		H_ASSERT(conns[i] >= 0, "socket");
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a.sock);
+		H_EQ(connect(conns[i], (struct sockaddr *)&sun, sizeof(sun)), 0);
+	}
+	h_sleep_ms(200);
+	t0 = h_proc_cpu_ticks(a.pid);
+	start = h_now_ms();
+	for (i = 0; i < 100; i++) {	/* the client it has is still served */
+		H_EQ(sl_recv(q, self, 1, ~0ull, buf + 32, 32, 1), 0);
+		H_EQ(sl_send(q, self, 1, buf, 8, 2), 0);
+		for (got = 0; got < 2; got++) {
+			H_EQ(h_wait_cqe(q, &cqe, 1000), 1);
+			H_EQ(cqe.status, SL_OK);
+		}
+	}
+	H_ASSERT(h_now_ms() - start < 1000, "100 round trips took %lld ms",
+		 (long long)(h_now_ms() - start));
+	h_sleep_ms(1000);
+	t1 = h_proc_cpu_ticks(a.pid);
+	H_ASSERT((t1 - t0) * 1000 / hz < 300, "daemon used %ld ms of CPU in ~1 s at its "
+		 "fd limit", (t1 - t0) * 1000 / hz);
+	H_EQ(stat(a.log, &st), 0);
+	H_ASSERT(st.st_size < 16384, "log grew to %lld bytes", (long long)st.st_size);
+	for (i = 0; i < 40; i++)
+		close(conns[i]);
+	H_EQ(prlimit(a.pid, RLIMIT_NOFILE, &saved, NULL), 0);
+	start = h_now_ms();
+	while (sl_open(a.sock, &late) != 0)	/* accepting again */
+		H_ASSERT(h_now_ms() - start < 2000, "no accept 2 s after fds came back");
+	sl_close(late);
+	sl_close(ctx);
+	h_daemon_stop(&a);
 }
 END_TEST
 
@@ -350,6 +470,8 @@ int main(void)
 	tcase_add_test(tc, anonymous_peers_are_bounded);
 	tcase_add_test(tc, queue_open_at_fd_limit);
 	tcase_add_test(tc, control_version_mismatch);
+	tcase_add_test(tc, link_down_wakes_client);
+	tcase_add_test(tc, accept_at_fd_limit_backs_off);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "accept_pause.h"
 #include "log.h"
 #include "xport/xport.h"
 
@@ -71,6 +72,7 @@ struct tcp_xport {
 	struct xport base;
 	int listen_fd;
 	ev_io accept_w;
+	struct accept_pause pause;	/* accept() out of fds: back off */
 	LIST_HEAD(, xport_conn) conns;
 };
 
@@ -493,7 +495,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
+			    errno != ECONNABORTED &&
+			    !accept_pause_on_error(&x->pause, errno, "tcp listener"))
 				log_warn("tcp: accept: %m");
 			return;
 		}
@@ -543,6 +546,7 @@ static int tcp_listen(struct xport *xb, const char *host, uint16_t port)
 	ev_io_init(&x->accept_w, accept_cb, fd, EV_READ);
 	x->accept_w.data = x;
 	ev_io_start(x->base.loop, &x->accept_w);
+	accept_pause_init(&x->pause, x->base.loop, &x->accept_w);
 	return 0;
 }
 
@@ -600,6 +604,7 @@ static void tcp_destroy(struct xport *xb)
 		return;
 	if (x->listen_fd >= 0) {
 		ev_io_stop(x->base.loop, &x->accept_w);
+		accept_pause_stop(&x->pause);
 		close(x->listen_fd);
 	}
 	while ((c = LIST_FIRST(&x->conns))) {
