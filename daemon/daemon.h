@@ -66,7 +66,10 @@ struct daemon {
 	/* Queues whose CQ got entries this pass and may need a wake-up. */
 	TAILQ_HEAD(, queue) cq_dirty;
 
-	ev_idle progress_w;
+	ev_idle progress_w;		/* runs passes while spinning */
+	ev_check starvation_w;		/* runs them if fds keep idle out */
+	bool idle_ran;			/* progress_w ran since the last check */
+	unsigned starved;		/* checks in a row without it */
 	ev_tstamp last_work;		/* ev_now() of the last pass with work */
 	double spin_s;			/* busy-poll window, seconds */
 
