@@ -76,6 +76,7 @@ struct daemon {
 	struct xport *xp;
 	struct link **links;
 	size_t n_links;
+	ev_timer peer_timeout_w;	/* 1 s tick: links down too long */
 
 	ev_signal sigterm_w, sigint_w, sighup_w;
 	struct daemon_counters ctr;

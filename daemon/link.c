@@ -50,13 +50,22 @@ struct link *link_find(struct daemon *d, uint32_t node_id)
 
 /* ---- completing data frames ---- */
 
+/* The end of every frame, already unlinked: a data frame's descriptor gets
+ * its completion and its queue reference back. */
+static void frame_finish(struct link_frame *f, int status)
+{
+	if (f->type == SL_WIRE_EAGER) {
+		engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, status);
+		queue_put(f->q);
+	}
+	free(f);
+}
+
 static void frame_complete(struct link *l, struct link_frame *f)
 {
 	TAILQ_REMOVE(&l->unacked, f, link);
 	l->n_unacked--;
-	engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, f->status);
-	queue_put(f->q);
-	free(f);
+	frame_finish(f, f->status);
 }
 
 /* Fail every data frame in @list with @status (link down, shutdown). */
@@ -68,12 +77,7 @@ static void fail_list(struct link *l, struct link_frame_list *list, uint32_t *co
 	while ((f = TAILQ_FIRST(list))) {
 		TAILQ_REMOVE(list, f, link);
 		(*count)--;
-		if (f->type == SL_WIRE_EAGER) {
-			engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len,
-					f->user_ctx, status);
-			queue_put(f->q);
-		}
-		free(f);
+		frame_finish(f, status);
 	}
 }
 
@@ -177,12 +181,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 			/* Cannot happen for a frame we built; never drop it
 			 * silently all the same. */
 			log_err("link %s: cannot post frame: %s", l->peer->name, strerror(-rc));
-			if (f->type == SL_WIRE_EAGER) {
-				engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len,
-						f->user_ctx, SL_ERR_INVALID);
-				queue_put(f->q);
-			}
-			free(f);
+			frame_finish(f, SL_ERR_INVALID);
 			continue;
 		}
 		if (f->type == SL_WIRE_EAGER) {
@@ -217,10 +216,7 @@ void link_cancel_queue(struct daemon *d, struct queue *q)
 			l->n_backlog--;
 			/* Discarded: the queue is dead; this returns its slot
 			 * reservation and its reference. */
-			engine_complete(q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx,
-					SL_ERR_CANCELED);
-			queue_put(q);
-			free(f);
+			frame_finish(f, SL_ERR_CANCELED);
 		}
 	}
 }
@@ -607,8 +603,6 @@ static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	peer_timeout_check(w->data);
 }
 
-static ev_timer timeout_w;
-
 int link_setup_all(struct daemon *d)
 {
 	size_t i;
@@ -638,10 +632,10 @@ int link_setup_all(struct daemon *d)
 		log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id,
 			 l->peer->host, l->peer->port, l->dialer ? "dialing" : "waiting");
 	}
-	ev_timer_init(&timeout_w, timeout_cb, 1.0, 1.0);
-	timeout_w.data = d;
+	ev_timer_init(&d->peer_timeout_w, timeout_cb, 1.0, 1.0);
+	d->peer_timeout_w.data = d;
 	if (d->n_links)
-		ev_timer_start(d->loop, &timeout_w);
+		ev_timer_start(d->loop, &d->peer_timeout_w);
 	return 0;
 }
 
@@ -649,7 +643,7 @@ void link_teardown_all(struct daemon *d)
 {
 	size_t i;
 
-	ev_timer_stop(d->loop, &timeout_w);
+	ev_timer_stop(d->loop, &d->peer_timeout_w);
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 
