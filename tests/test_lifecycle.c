@@ -241,6 +241,70 @@ START_TEST(accept_at_fd_limit_backs_off)
 }
 END_TEST
 
+/* [limits] max_queues is filled exactly: the next open gets -EMFILE, and a
+ * closed queue's slot is free again. */
+START_TEST(max_queues_bound)
+{
+	struct h_daemon a;
+	struct sl_ctx *ctx;
+	struct sl_queue *q[4], *extra;
+	int i;
+
+	h_daemon_start_conf(&a, "quota", 0, NULL, 0, "[limits]\nmax_queues = 4\n");
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	for (i = 0; i < 4; i++)
+		H_EQ(sl_queue_open(ctx, 0, 4, &q[i]), 0);
+	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -EMFILE);
+	H_EQ(sl_queue_close(q[2]), 0);
+	H_EQ(sl_queue_open(ctx, 0, 4, &q[2]), 0);
+	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -EMFILE);
+	sl_close(ctx);
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/*
+ * The arena is filled exactly: each block costs its length rounded up to
+ * 64 bytes plus a 64-byte header (libclient/arena.c), so a 1 MiB arena
+ * holds 15 blocks of 64 KiB; freed blocks coalesce back into one extent.
+ */
+START_TEST(arena_bound)
+{
+	struct h_daemon a;
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	void *b[16], *whole;
+	size_t fit = (1u << 20) / ((64u << 10) + 64);
+	size_t i;
+
+	h_daemon_start_conf(&a, "arena", 0, NULL, 0, "[limits]\narena_bytes = 1M\n");
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 500, 4, &q), 0);
+	H_EQ(sl_arena_size(q), 1u << 20);
+	H_EQ(fit, 15);
+	for (i = 0; i < fit; i++) {
+		b[i] = sl_alloc(q, 64u << 10);
+		H_ASSERT(b[i], "block %zu of %zu", i, fit);
+		H_EQ(((uintptr_t)b[i]) % 64, 0);
+	}
+	errno = 0;
+	H_ASSERT(sl_alloc(q, 64u << 10) == NULL && errno == ENOMEM, "block 16 fit");
+	sl_free(q, b[7]);
+	b[7] = sl_alloc(q, 64u << 10);
+	H_ASSERT(b[7], "a freed block is reused");
+	for (i = 0; i < fit; i++)
+		sl_free(q, b[i]);
+	/* One block of the whole arena less its header: all extents merged. */
+	whole = sl_alloc(q, (1u << 20) - 64);
+	H_ASSERT(whole, "free extents did not coalesce");
+	errno = 0;
+	H_ASSERT(sl_alloc(q, 1) == NULL && errno == ENOMEM, "arena not full");
+	sl_free(q, whole);
+	sl_close(ctx);
+	h_daemon_stop(&a);
+}
+END_TEST
+
 static pid_t spawn_daemon(const char *dir)
 {
 	const char *top = getenv("top_builddir");
@@ -472,6 +536,8 @@ int main(void)
 	tcase_add_test(tc, control_version_mismatch);
 	tcase_add_test(tc, link_down_wakes_client);
 	tcase_add_test(tc, accept_at_fd_limit_backs_off);
+	tcase_add_test(tc, max_queues_bound);
+	tcase_add_test(tc, arena_bound);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
