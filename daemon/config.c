@@ -36,11 +36,24 @@
 #define MAX_QUEUES_MAX   65536
 #define UNEXP_MIN        (64 * KIB)
 #define UNEXP_MAX        (64 * GIB)
+#define SQ_DEPTH_MIN     4
+#define SQ_DEPTH_MAX     65536
+#define MAX_MR_MAX       1048576
+#define CHUNK_MIN        (4 * KIB)
+#define CHUNK_MAX        (1 * GIB)
+#define RC_REGIONS_MAX   1048576
+#define RC_BYTES_MAX     (1024 * GIB)	/* 1 TiB */
+#define RC_WAITERS_MAX   1048576
+#define RC_WAIT_MS_MAX   3600000	/* one hour */
+#define F_ENOMEM_MAX     1000000
+#define F_REG_MAX        4294967295ull
+#define F_DELAY_US_MAX   10000000	/* ten seconds */
 
-#define ALLOWED_SECTIONS "daemon, transport, limits, peers"
+#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
+#define ALLOWED_CHUNK    "4K..1G bytes, a power of two"
 
 /* Copy with truncation; always NUL-terminates (size > 0). */
 static void copy_str(char *dst, size_t size, const char *src)
@@ -72,8 +85,25 @@ int config_defaults(struct config *c)
 	c->arena_bytes = 64 * MIB;
 	c->max_queues = 1024;
 	c->unexpected_max_bytes = 64 * MIB;
+	c->sq_depth = 1024;
+	c->max_mr = 65536;
+	c->rcache_chunk_bytes = 2 * MIB;
+	c->rcache_max_regions = 1024;
+	c->rcache_max_bytes = 4 * GIB;
+	c->rcache_max_waiters = 1024;
+	c->rcache_max_wait_ms = 1000;
+	c->fault_post_enomem_every = 0;
+	c->fault_reg_fail_after = CONFIG_FAULT_OFF;
+	c->fault_delay_completions_us = 0;
 	c->n_peers = 0;
 	return 0;
+}
+
+bool config_faults_on(const struct config *c)
+{
+	return c->fault_post_enomem_every != 0 ||
+	       c->fault_reg_fail_after != CONFIG_FAULT_OFF ||
+	       c->fault_delay_completions_us != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -248,8 +278,11 @@ bool config_name_valid(const char *name)
 
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
-	K_KIND, K_LISTEN, K_EAGER_MAX,
+	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX,
+	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
+	K_RC_MAX_WAIT_MS,
+	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
 	K_COUNT
 };
 
@@ -263,9 +296,19 @@ static const struct {
 	[K_KIND]        = { "transport", "kind" },
 	[K_LISTEN]      = { "transport", "listen" },
 	[K_EAGER_MAX]   = { "transport", "eager_max" },
+	[K_SQ_DEPTH]    = { "transport", "sq_depth" },
+	[K_MAX_MR]      = { "transport", "max_mr" },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
 	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
+	[K_RC_CHUNK]       = { "rcache", "chunk_bytes" },
+	[K_RC_MAX_REGIONS] = { "rcache", "max_regions" },
+	[K_RC_MAX_BYTES]   = { "rcache", "max_bytes" },
+	[K_RC_MAX_WAITERS] = { "rcache", "max_waiters" },
+	[K_RC_MAX_WAIT_MS] = { "rcache", "max_wait_ms" },
+	[K_F_POST_ENOMEM]  = { "fault", "post_enomem_every" },
+	[K_F_REG_FAIL]     = { "fault", "reg_fail_after" },
+	[K_F_DELAY_COMPL]  = { "fault", "delay_completions_us" },
 };
 
 static const struct {
@@ -273,8 +316,10 @@ static const struct {
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
-	{ "transport", "kind, listen, eager_max" },
+	{ "transport", "kind, listen, eager_max, sq_depth, max_mr" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes" },
+	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
+	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us" },
 	{ "peers", NULL },
 };
 
@@ -360,6 +405,35 @@ static int set_bytes(struct parse_state *st, const char *sec, const char *name,
 	return 1;
 }
 
+/* A plain number (no suffix) in [min, max]; the message gives the range. */
+static int set_num(struct parse_state *st, const char *sec, const char *name,
+		   const char *value, uint64_t min, uint64_t max, uint64_t *out)
+{
+	int rc = parse_u64(value, false, min, max, out);
+
+	if (rc == -ERANGE)
+		return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %llu..%llu)",
+			    sec, name, value, (unsigned long long)min,
+			    (unsigned long long)max);
+	if (rc < 0)
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a number (allowed: %llu..%llu)",
+			    sec, name, value, (unsigned long long)min,
+			    (unsigned long long)max);
+	return 1;
+}
+
+/* set_num() into a uint32_t field (max must fit). */
+static int set_num32(struct parse_state *st, const char *sec, const char *name,
+		     const char *value, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+	int rc = set_num(st, sec, name, value, min, max, &v);
+
+	if (rc)
+		*out = (uint32_t)v;
+	return rc;
+}
+
 static int set_peer(struct parse_state *st, const char *name, const char *value)
 {
 	struct config *c = st->c;
@@ -443,19 +517,45 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 	case K_ARENA_BYTES:
 		return set_bytes(st, sec, name, value, ARENA_MIN, ARENA_MAX, "1M..16G bytes",
 				 &c->arena_bytes);
+	case K_SQ_DEPTH:
+		return set_num32(st, sec, name, value, SQ_DEPTH_MIN, SQ_DEPTH_MAX,
+				 &c->sq_depth);
+	case K_MAX_MR:
+		return set_num32(st, sec, name, value, 1, MAX_MR_MAX, &c->max_mr);
 	case K_MAX_QUEUES:
-		rc = parse_u64(value, false, 1, MAX_QUEUES_MAX, &v);
-		if (rc == -ERANGE)
-			return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: 1..%d)",
-				    sec, name, value, MAX_QUEUES_MAX);
-		if (rc < 0)
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not a number (allowed: 1..%d)",
-				    sec, name, value, MAX_QUEUES_MAX);
-		c->max_queues = (uint32_t)v;
-		return 1;
+		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->max_queues);
 	case K_UNEXPECTED_MAX:
 		return set_bytes(st, sec, name, value, UNEXP_MIN, UNEXP_MAX, "64K..64G bytes",
 				 &c->unexpected_max_bytes);
+	case K_RC_CHUNK:
+		rc = set_bytes(st, sec, name, value, CHUNK_MIN, CHUNK_MAX, ALLOWED_CHUNK, &v);
+		if (!rc)
+			return rc;
+		if (v & (v - 1))
+			return fail(st, -EINVAL, "[%s] %s: %s must be a power of two (allowed: %s)",
+				    sec, name, value, ALLOWED_CHUNK);
+		c->rcache_chunk_bytes = v;
+		return 1;
+	case K_RC_MAX_REGIONS:
+		return set_num32(st, sec, name, value, 0, RC_REGIONS_MAX,
+				 &c->rcache_max_regions);
+	case K_RC_MAX_BYTES:
+		return set_bytes(st, sec, name, value, 0, RC_BYTES_MAX, "0..1024G bytes",
+				 &c->rcache_max_bytes);
+	case K_RC_MAX_WAITERS:
+		return set_num32(st, sec, name, value, 0, RC_WAITERS_MAX,
+				 &c->rcache_max_waiters);
+	case K_RC_MAX_WAIT_MS:
+		return set_num32(st, sec, name, value, 0, RC_WAIT_MS_MAX,
+				 &c->rcache_max_wait_ms);
+	case K_F_POST_ENOMEM:
+		return set_num32(st, sec, name, value, 0, F_ENOMEM_MAX,
+				 &c->fault_post_enomem_every);
+	case K_F_REG_FAIL:
+		return set_num(st, sec, name, value, 0, F_REG_MAX, &c->fault_reg_fail_after);
+	case K_F_DELAY_COMPL:
+		return set_num32(st, sec, name, value, 0, F_DELAY_US_MAX,
+				 &c->fault_delay_completions_us);
 	case K_COUNT:
 		break;
 	}
@@ -472,7 +572,7 @@ static int on_value(void *user, const char *section, const char *name,
 	if (st->err_line)
 		return 0;
 	if (section[0] == '\0')
-		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits] or [peers])",
+		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault] or [peers])",
 			    name);
 	if (strcmp(section, "peers") == 0)
 		return set_peer(st, name, value);

@@ -11,7 +11,13 @@
  *               log_level = error|warn|info|debug [info]
  *   [transport] kind = tcp|auto [tcp]  (verbs arrives with its issue);
  *               listen = HOST:PORT [none: single node];
- *               eager_max = BYTES, 0..1048576 [65536]
+ *               eager_max = BYTES, 0..1048576 [65536];
+ *               sq_depth = N, 4..65536 [1024]: frames (work requests) in
+ *               each connection's send queue; 2 of them are reserved for
+ *               control frames when sq_depth >= 16, else 1;
+ *               max_mr = N, 1..1048576 [65536]: memory registrations the
+ *               tcp transport's MR table holds at once (the verbs
+ *               transport is limited by the device)
  *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
  *               max_queues = N, 1..65536 [1024];
  *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
@@ -19,6 +25,31 @@
  *               counts its length plus the daemon's per-message bookkeeping
  *               (sizeof(struct match_msg)); one that would pass the bound
  *               is refused with SL_NAK_RECEIVER_FULL
+ *   [rcache]    registration cache of client arenas:
+ *               chunk_bytes = BYTES, a power of two, 4 KiB..1 GiB [2 MiB]:
+ *               registrations cover whole chunks of this size;
+ *               max_regions = N, 0..1048576 [1024]: registrations kept;
+ *               0 = cache disabled (a registration is released as soon as
+ *               no operation uses it);
+ *               max_bytes = BYTES, 0..1 TiB [4 GiB]: bytes registered;
+ *               0 = no byte limit and cache disabled;
+ *               max_waiters = N, 0..1048576 [1024]: operations that may
+ *               wait for room at once; past it (0: any) they complete
+ *               SL_NAK_BUSY;
+ *               max_wait_ms = N, 0..3600000 [1000]: milliseconds an
+ *               operation may wait for a registration before it completes
+ *               SL_NAK_BUSY; 0 = no limit
+ *   [fault]     fault injection in the tcp transport, for tests; all off
+ *               by default (see config_faults_on):
+ *               post_enomem_every = N, 0..1000000 [0 = off]: every Nth post
+ *               (send or RDMA write) on a connection fails with -ENOMEM as
+ *               if the send queue were full;
+ *               reg_fail_after = N, 0..4294967295 [off = CONFIG_FAULT_OFF]:
+ *               memory registrations after the first N fail with -ENOMEM
+ *               (0 fails every registration);
+ *               delay_completions_us = N, 0..10000000 [0 = off]: send
+ *               completions are reported N microseconds after the data
+ *               left the daemon
  *   [peers]     NAME = HOST:PORT, one line per other node
  * BYTES accept a K, M or G suffix (powers of 1024).
  */
@@ -33,6 +64,7 @@
 #define CONFIG_HOST_MAX 256
 #define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
 #define CONFIG_PEERS_MAX 256
+#define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 
 enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2 };
 
@@ -55,10 +87,22 @@ struct config {
 	char listen_host[CONFIG_HOST_MAX];
 	uint16_t listen_port;
 	uint32_t eager_max;	/* bytes */
+	uint32_t sq_depth;	/* frames per connection send queue */
+	uint32_t max_mr;	/* tcp transport's MR table entries */
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */
 	uint64_t unexpected_max_bytes;	/* per endpoint, bookkeeping included */
+	/* [rcache] */
+	uint64_t rcache_chunk_bytes;	/* a power of two */
+	uint32_t rcache_max_regions;	/* 0: cache disabled */
+	uint64_t rcache_max_bytes;	/* 0: no byte limit, cache disabled */
+	uint32_t rcache_max_waiters;
+	uint32_t rcache_max_wait_ms;	/* 0: no limit */
+	/* [fault] */
+	uint32_t fault_post_enomem_every;	/* 0: off */
+	uint64_t fault_reg_fail_after;	/* CONFIG_FAULT_OFF: off */
+	uint32_t fault_delay_completions_us;	/* 0: off */
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
@@ -69,6 +113,13 @@ struct config {
  * Returns 0, or -errno if the hostname cannot be read.
  */
 int config_defaults(struct config *c);
+
+/*
+ * config_faults_on - is any [fault] key of @c not at its off value
+ * (post_enomem_every 0, reg_fail_after CONFIG_FAULT_OFF,
+ * delay_completions_us 0)?
+ */
+bool config_faults_on(const struct config *c);
 
 /*
  * config_load - read @path over the values already in @c.

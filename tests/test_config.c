@@ -59,7 +59,17 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
 	    a->eager_max != b->eager_max || a->arena_bytes != b->arena_bytes ||
 	    a->max_queues != b->max_queues ||
-	    a->unexpected_max_bytes != b->unexpected_max_bytes || a->n_peers != b->n_peers)
+	    a->unexpected_max_bytes != b->unexpected_max_bytes ||
+	    a->sq_depth != b->sq_depth || a->max_mr != b->max_mr ||
+	    a->rcache_chunk_bytes != b->rcache_chunk_bytes ||
+	    a->rcache_max_regions != b->rcache_max_regions ||
+	    a->rcache_max_bytes != b->rcache_max_bytes ||
+	    a->rcache_max_waiters != b->rcache_max_waiters ||
+	    a->rcache_max_wait_ms != b->rcache_max_wait_ms ||
+	    a->fault_post_enomem_every != b->fault_post_enomem_every ||
+	    a->fault_reg_fail_after != b->fault_reg_fail_after ||
+	    a->fault_delay_completions_us != b->fault_delay_completions_us ||
+	    a->n_peers != b->n_peers)
 		return false;
 	for (i = 0; i < a->n_peers; i++) {
 		if (strcmp(a->peers[i].name, b->peers[i].name) ||
@@ -100,25 +110,35 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
 	/* Sections. */
 	{ "unknown section", "[bogus]\n", -EINVAL,
-	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, peers)" },
+	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
 	{ "unknown empty section later", "; comment\n[daemon]\nnode = a\n\n[bogus]\n", -EINVAL,
-	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, peers)" },
+	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
 	{ "section name is case-sensitive", "[Daemon]\nnode = a\n", -EINVAL,
-	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, peers)" },
+	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
 	{ "text after section header", "[daemon] extra\n", -EINVAL,
 	  ":1: [daemon]: text after the section header (allowed: a ; comment)" },
 	{ "key before any section", "node = a\n", -EINVAL,
-	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits] or [peers])" },
+	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault] or [peers])" },
 
 	/* Unknown keys, one per section. */
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
 	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max)" },
+	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
 	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes)" },
+	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
+	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
+	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
+	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level)" },
+	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
+	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes)" },
+	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
+	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
+	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
+	  ":1: [RCache]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
 
 	/* Syntax (reported by inih). */
 	{ "line without =", "[daemon]\nnode = a\n\njunk\n", -EINVAL, ":4: syntax error" },
@@ -145,6 +165,20 @@ static const struct bad_case bad_cases[] = {
 	{ "duplicate key across repeated section",
 	  "[limits]\nmax_queues = 4\n[daemon]\nnode = a\n[limits]\nmax_queues = 5\n", -EINVAL,
 	  ":6: [limits] max_queues: given twice (first on line 2)" },
+	{ "duplicate transport sq_depth", "[transport]\nsq_depth = 16\nmax_mr = 8\nsq_depth = 32\n", -EINVAL,
+	  ":4: [transport] sq_depth: given twice (first on line 2)" },
+	{ "duplicate transport max_mr", "[transport]\nmax_mr = 8\n[daemon]\n[transport]\nmax_mr = 9\n", -EINVAL,
+	  ":5: [transport] max_mr: given twice (first on line 2)" },
+	{ "duplicate rcache key across repeated section",
+	  "[rcache]\nmax_bytes = 1G\n[fault]\nreg_fail_after = 3\n[rcache]\nmax_bytes = 2G\n", -EINVAL,
+	  ":6: [rcache] max_bytes: given twice (first on line 2)" },
+	{ "duplicate rcache chunk_bytes", "[rcache]\nchunk_bytes = 4K\nchunk_bytes = 4K\n", -EINVAL,
+	  ":3: [rcache] chunk_bytes: given twice (first on line 2)" },
+	{ "duplicate fault key", "[fault]\nreg_fail_after = 0\npost_enomem_every = 2\nreg_fail_after = 1\n", -EINVAL,
+	  ":4: [fault] reg_fail_after: given twice (first on line 2)" },
+	{ "duplicate max_regions in a repeated [rcache]",
+	  "[rcache]\nmax_bytes = 1G\n[limits]\nmax_queues = 2\n[rcache]\nmax_regions = 1\nmax_regions = 2\n", -EINVAL,
+	  ":7: [rcache] max_regions: given twice (first on line 6)" },
 
 	/* [daemon] values. */
 	{ "bad node name chars", "[daemon]\nnode = my node\n", -EINVAL,
@@ -197,6 +231,26 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [transport] listen: '::1:7400' needs [brackets] around an IPv6 address (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
 	{ "listen empty", "[transport]\nlisten =\n", -EINVAL,
 	  ":2: [transport] listen: '' is empty (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "sq_depth 3 below min", "[transport]\nsq_depth = 3\n", -EINVAL,
+	  ":2: [transport] sq_depth: 3 is out of range (allowed: 4..65536)" },
+	{ "sq_depth 0", "[transport]\nsq_depth = 0\n", -EINVAL,
+	  ":2: [transport] sq_depth: 0 is out of range (allowed: 4..65536)" },
+	{ "sq_depth 65537 above max", "[transport]\nsq_depth = 65537\n", -EINVAL,
+	  ":2: [transport] sq_depth: 65537 is out of range (allowed: 4..65536)" },
+	{ "sq_depth overflow", "[transport]\nsq_depth = 18446744073709551616\n", -EINVAL,
+	  ":2: [transport] sq_depth: 18446744073709551616 is out of range (allowed: 4..65536)" },
+	{ "sq_depth takes no suffix", "[transport]\nsq_depth = 1K\n", -EINVAL,
+	  ":2: [transport] sq_depth: '1K' is not a number (allowed: 4..65536)" },
+	{ "sq_depth negative", "[transport]\nsq_depth = -16\n", -EINVAL,
+	  ":2: [transport] sq_depth: '-16' is not a number (allowed: 4..65536)" },
+	{ "sq_depth empty", "[transport]\nsq_depth =\n", -EINVAL,
+	  ":2: [transport] sq_depth: '' is not a number (allowed: 4..65536)" },
+	{ "max_mr 0 below min", "[transport]\nmax_mr = 0\n", -EINVAL,
+	  ":2: [transport] max_mr: 0 is out of range (allowed: 1..1048576)" },
+	{ "max_mr 1048577 above max", "[transport]\nmax_mr = 1048577\n", -EINVAL,
+	  ":2: [transport] max_mr: 1048577 is out of range (allowed: 1..1048576)" },
+	{ "max_mr takes no suffix", "[transport]\nmax_mr = 64K\n", -EINVAL,
+	  ":2: [transport] max_mr: '64K' is not a number (allowed: 1..1048576)" },
 
 	/* [limits] values. */
 	{ "arena_bytes 1K too small", "[limits]\narena_bytes = 1K\n", -EINVAL,
@@ -229,6 +283,68 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [limits] unexpected_max_bytes: '64MB' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
 	{ "unexpected_max_bytes given twice", "[limits]\nunexpected_max_bytes = 1M\nunexpected_max_bytes = 2M\n", -EINVAL,
 	  ":3: [limits] unexpected_max_bytes: given twice (first on line 2)" },
+
+	/* [rcache] values. */
+	{ "chunk_bytes 2K below min", "[rcache]\nchunk_bytes = 2K\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 2K is out of range (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes one below 4K", "[rcache]\nchunk_bytes = 4095\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 4095 is out of range (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 0", "[rcache]\nchunk_bytes = 0\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 0 is out of range (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 2G above max", "[rcache]\nchunk_bytes = 2G\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 2G is out of range (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes one above 1G: range before power of two", "[rcache]\nchunk_bytes = 1073741825\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 1073741825 is out of range (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 3M not a power of two", "[rcache]\nchunk_bytes = 3M\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 3M must be a power of two (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 12288 not a power of two", "[rcache]\nchunk_bytes = 12288\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 12288 must be a power of two (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 1G minus 4K not a power of two", "[rcache]\nchunk_bytes = 1073737728\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: 1073737728 must be a power of two (allowed: 4K..1G bytes, a power of two)" },
+	{ "chunk_bytes 2MB bad suffix", "[rcache]\nchunk_bytes = 2MB\n", -EINVAL,
+	  ":2: [rcache] chunk_bytes: '2MB' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "max_regions negative", "[rcache]\nmax_regions = -1\n", -EINVAL,
+	  ":2: [rcache] max_regions: '-1' is not a number (allowed: 0..1048576)" },
+	{ "max_regions 1048577 above max", "[rcache]\nmax_regions = 1048577\n", -EINVAL,
+	  ":2: [rcache] max_regions: 1048577 is out of range (allowed: 0..1048576)" },
+	{ "max_regions takes no suffix", "[rcache]\nmax_regions = 1K\n", -EINVAL,
+	  ":2: [rcache] max_regions: '1K' is not a number (allowed: 0..1048576)" },
+	{ "max_bytes negative", "[rcache]\nmax_bytes = -1\n", -EINVAL,
+	  ":2: [rcache] max_bytes: '-1' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "max_bytes 1025G above max", "[rcache]\nmax_bytes = 1025G\n", -EINVAL,
+	  ":2: [rcache] max_bytes: 1025G is out of range (allowed: 0..1024G bytes)" },
+	{ "max_bytes one above 1 TiB", "[rcache]\nmax_bytes = 1099511627777\n", -EINVAL,
+	  ":2: [rcache] max_bytes: 1099511627777 is out of range (allowed: 0..1024G bytes)" },
+	{ "max_bytes T suffix", "[rcache]\nmax_bytes = 1T\n", -EINVAL,
+	  ":2: [rcache] max_bytes: '1T' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "max_waiters negative", "[rcache]\nmax_waiters = -1\n", -EINVAL,
+	  ":2: [rcache] max_waiters: '-1' is not a number (allowed: 0..1048576)" },
+	{ "max_waiters 1048577 above max", "[rcache]\nmax_waiters = 1048577\n", -EINVAL,
+	  ":2: [rcache] max_waiters: 1048577 is out of range (allowed: 0..1048576)" },
+	{ "max_wait_ms negative", "[rcache]\nmax_wait_ms = -1\n", -EINVAL,
+	  ":2: [rcache] max_wait_ms: '-1' is not a number (allowed: 0..3600000)" },
+	{ "max_wait_ms 3600001 above max", "[rcache]\nmax_wait_ms = 3600001\n", -EINVAL,
+	  ":2: [rcache] max_wait_ms: 3600001 is out of range (allowed: 0..3600000)" },
+	{ "max_wait_ms takes no unit", "[rcache]\nmax_wait_ms = 1s\n", -EINVAL,
+	  ":2: [rcache] max_wait_ms: '1s' is not a number (allowed: 0..3600000)" },
+
+	/* [fault] values. */
+	{ "post_enomem_every negative", "[fault]\npost_enomem_every = -1\n", -EINVAL,
+	  ":2: [fault] post_enomem_every: '-1' is not a number (allowed: 0..1000000)" },
+	{ "post_enomem_every 1000001 above max", "[fault]\npost_enomem_every = 1000001\n", -EINVAL,
+	  ":2: [fault] post_enomem_every: 1000001 is out of range (allowed: 0..1000000)" },
+	{ "reg_fail_after negative", "[fault]\nreg_fail_after = -1\n", -EINVAL,
+	  ":2: [fault] reg_fail_after: '-1' is not a number (allowed: 0..4294967295)" },
+	{ "reg_fail_after 4294967296 above max", "[fault]\nreg_fail_after = 4294967296\n", -EINVAL,
+	  ":2: [fault] reg_fail_after: 4294967296 is out of range (allowed: 0..4294967295)" },
+	{ "reg_fail_after UINT64_MAX is not off", "[fault]\nreg_fail_after = 18446744073709551615\n", -EINVAL,
+	  ":2: [fault] reg_fail_after: 18446744073709551615 is out of range (allowed: 0..4294967295)" },
+	{ "reg_fail_after off is not a value", "[fault]\nreg_fail_after = off\n", -EINVAL,
+	  ":2: [fault] reg_fail_after: 'off' is not a number (allowed: 0..4294967295)" },
+	{ "delay_completions_us negative", "[fault]\ndelay_completions_us = -1\n", -EINVAL,
+	  ":2: [fault] delay_completions_us: '-1' is not a number (allowed: 0..10000000)" },
+	{ "delay_completions_us 10000001 above max", "[fault]\ndelay_completions_us = 10000001\n", -EINVAL,
+	  ":2: [fault] delay_completions_us: 10000001 is out of range (allowed: 0..10000000)" },
 
 	/* [peers] values. */
 	{ "bad peer value", LISTEN "[peers]\nb = nowhere\n", -EINVAL,
@@ -375,6 +491,18 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.max_queues, 1024);
 	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 20);
+	ck_assert_uint_eq(c.sq_depth, 1024);
+	ck_assert_uint_eq(c.max_mr, 65536);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 2ull << 20);
+	ck_assert_uint_eq(c.rcache_max_regions, 1024);
+	ck_assert_uint_eq(c.rcache_max_bytes, 4ull << 30);
+	ck_assert_uint_eq(c.rcache_max_waiters, 1024);
+	ck_assert_uint_eq(c.rcache_max_wait_ms, 1000);
+	ck_assert_uint_eq(c.fault_post_enomem_every, 0);
+	ck_assert_uint_eq(c.fault_reg_fail_after, CONFIG_FAULT_OFF);
+	ck_assert_uint_eq(c.fault_reg_fail_after, UINT64_MAX);
+	ck_assert_uint_eq(c.fault_delay_completions_us, 0);
+	ck_assert(!config_faults_on(&c));
 	ck_assert_uint_eq(c.n_peers, 0);
 }
 END_TEST
@@ -405,11 +533,25 @@ static const char full_file[] =
 	"kind = auto\n"
 	"listen = [::1]:7400\n"
 	"eager_max = 4K\n"
+	"sq_depth = 256\n"
+	"max_mr = 4096\n"
 	"\n"
 	"[limits]\n"
 	"arena_bytes = 64M\n"
 	"max_queues = 65536\n"
 	"unexpected_max_bytes = 3M\n"
+	"\n"
+	"[rcache]\n"
+	"chunk_bytes = 64K\n"
+	"max_regions = 77\n"
+	"max_bytes = 512M\n"
+	"max_waiters = 9\n"
+	"max_wait_ms = 250\n"
+	"\n"
+	"[fault]\n"
+	"post_enomem_every = 7\n"
+	"reg_fail_after = 100\n"
+	"delay_completions_us = 1500\n"
 	"\n"
 	"[peers]\n"
 	"beta = 10.0.0.2:7401\n"
@@ -436,6 +578,17 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.max_queues, 65536);
 	ck_assert_uint_eq(c.unexpected_max_bytes, 3ull << 20);
+	ck_assert_uint_eq(c.sq_depth, 256);
+	ck_assert_uint_eq(c.max_mr, 4096);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 64u << 10);
+	ck_assert_uint_eq(c.rcache_max_regions, 77);
+	ck_assert_uint_eq(c.rcache_max_bytes, 512ull << 20);
+	ck_assert_uint_eq(c.rcache_max_waiters, 9);
+	ck_assert_uint_eq(c.rcache_max_wait_ms, 250);
+	ck_assert_uint_eq(c.fault_post_enomem_every, 7);
+	ck_assert_uint_eq(c.fault_reg_fail_after, 100);
+	ck_assert_uint_eq(c.fault_delay_completions_us, 1500);
+	ck_assert(config_faults_on(&c));
 
 	ck_assert_uint_eq(c.n_peers, 3);
 	ck_assert_str_eq(c.peers[0].name, "beta");
@@ -487,6 +640,158 @@ START_TEST(bounds_accepted)
 	ck_assert_int_eq(load_text("[limits]\nunexpected_max_bytes = 68719476736\n", &c, err,
 				   sizeof(err)), 0);
 	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 30);
+}
+END_TEST
+
+START_TEST(bounds_accepted_new_keys)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	/* Lower bounds. */
+	ck_assert_int_eq(load_text("[transport]\nsq_depth = 4\nmax_mr = 1\n"
+				   "[rcache]\nchunk_bytes = 4k\nmax_regions = 0\nmax_bytes = 0\n"
+				   "max_waiters = 0\nmax_wait_ms = 0\n"
+				   "[fault]\npost_enomem_every = 0\nreg_fail_after = 0\n"
+				   "delay_completions_us = 0\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_uint_eq(c.sq_depth, 4);
+	ck_assert_uint_eq(c.max_mr, 1);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 4096);
+	ck_assert_uint_eq(c.rcache_max_regions, 0);
+	ck_assert_uint_eq(c.rcache_max_bytes, 0);
+	ck_assert_uint_eq(c.rcache_max_waiters, 0);
+	ck_assert_uint_eq(c.rcache_max_wait_ms, 0);
+	ck_assert_uint_eq(c.fault_post_enomem_every, 0);
+	ck_assert_uint_eq(c.fault_reg_fail_after, 0);
+	ck_assert_uint_eq(c.fault_delay_completions_us, 0);
+
+	/* Upper bounds. */
+	ck_assert_int_eq(load_text("[transport]\nsq_depth = 65536\nmax_mr = 1048576\n"
+				   "[rcache]\nchunk_bytes = 1G\nmax_regions = 1048576\nmax_bytes = 1024G\n"
+				   "max_waiters = 1048576\nmax_wait_ms = 3600000\n"
+				   "[fault]\npost_enomem_every = 1000000\nreg_fail_after = 4294967295\n"
+				   "delay_completions_us = 10000000\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.sq_depth, 65536);
+	ck_assert_uint_eq(c.max_mr, 1048576);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 1ull << 30);
+	ck_assert_uint_eq(c.rcache_max_regions, 1048576);
+	ck_assert_uint_eq(c.rcache_max_bytes, 1ull << 40);
+	ck_assert_uint_eq(c.rcache_max_waiters, 1048576);
+	ck_assert_uint_eq(c.rcache_max_wait_ms, 3600000);
+	ck_assert_uint_eq(c.fault_post_enomem_every, 1000000);
+	ck_assert_uint_eq(c.fault_reg_fail_after, 4294967295ull);
+	ck_assert_uint_eq(c.fault_delay_completions_us, 10000000);
+
+	/* Byte keys in plain bytes, and in the other suffixes. */
+	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 1073741824\nmax_bytes = 1099511627776\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 1ull << 30);
+	ck_assert_uint_eq(c.rcache_max_bytes, 1ull << 40);
+	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 8M\nmax_bytes = 7\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 8ull << 20);
+	ck_assert_uint_eq(c.rcache_max_bytes, 7);
+	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 4096\nmax_bytes = 3g\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 4096);
+	ck_assert_uint_eq(c.rcache_max_bytes, 3ull << 30);
+
+	/* Keys not in the file keep their defaults. */
+	ck_assert_int_eq(load_text("[rcache]\nmax_regions = 5\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.rcache_max_regions, 5);
+	ck_assert_uint_eq(c.rcache_chunk_bytes, 2ull << 20);
+	ck_assert_uint_eq(c.rcache_max_bytes, 4ull << 30);
+	ck_assert_uint_eq(c.rcache_max_waiters, 1024);
+	ck_assert_uint_eq(c.rcache_max_wait_ms, 1000);
+	ck_assert_uint_eq(c.sq_depth, 1024);
+	ck_assert_uint_eq(c.max_mr, 65536);
+	ck_assert(!config_faults_on(&c));
+}
+END_TEST
+
+/* Every power of two from 4K to 1G is a valid chunk_bytes. */
+START_TEST(chunk_bytes_powers_of_two)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+	char text[64];
+	uint64_t v;
+
+	for (v = 4096; v <= (1ull << 30); v <<= 1) {
+		snprintf(text, sizeof(text), "[rcache]\nchunk_bytes = %llu\n",
+			 (unsigned long long)v);
+		ck_assert_msg(load_text(text, &c, err, sizeof(err)) == 0, "%s", err);
+		ck_assert_uint_eq(c.rcache_chunk_bytes, v);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* [fault] and config_faults_on                                         */
+/* ------------------------------------------------------------------ */
+
+struct fault_case {
+	const char *text;	/* one [fault] key */
+	uint32_t post_enomem_every;
+	uint64_t reg_fail_after;
+	uint32_t delay_completions_us;
+};
+
+static const struct fault_case fault_cases[] = {
+	{ "[fault]\npost_enomem_every = 1\n", 1, CONFIG_FAULT_OFF, 0 },
+	{ "[fault]\npost_enomem_every = 1000000\n", 1000000, CONFIG_FAULT_OFF, 0 },
+	{ "[fault]\nreg_fail_after = 0\n", 0, 0, 0 },
+	{ "[fault]\nreg_fail_after = 4294967295\n", 0, 4294967295ull, 0 },
+	{ "[fault]\ndelay_completions_us = 1\n", 0, CONFIG_FAULT_OFF, 1 },
+	{ "[fault]\ndelay_completions_us = 10000000\n", 0, CONFIG_FAULT_OFF, 10000000 },
+};
+
+START_TEST(fault_key_turns_faults_on)
+{
+	const struct fault_case *fc = &fault_cases[_i];
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_msg(load_text(fc->text, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.fault_post_enomem_every, fc->post_enomem_every);
+	ck_assert_uint_eq(c.fault_reg_fail_after, fc->reg_fail_after);
+	ck_assert_uint_eq(c.fault_delay_completions_us, fc->delay_completions_us);
+	ck_assert_msg(config_faults_on(&c), "%s: faults not on", fc->text);
+}
+END_TEST
+
+START_TEST(faults_off)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert(!config_faults_on(&c));
+
+	/* Writing the off values explicitly leaves faults off. */
+	ck_assert_int_eq(load_text("[fault]\npost_enomem_every = 0\ndelay_completions_us = 0\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert(!config_faults_on(&c));
+	/* An empty [fault] section too. */
+	ck_assert_int_eq(load_text("[fault]\n", &c, err, sizeof(err)), 0);
+	ck_assert(!config_faults_on(&c));
+
+	/* Each field alone, set directly. */
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_post_enomem_every = 3;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_reg_fail_after = 0;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_reg_fail_after = UINT64_MAX - 1;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_delay_completions_us = 5;
+	ck_assert(config_faults_on(&c));
 }
 END_TEST
 
@@ -708,7 +1013,14 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, full_valid_file);
 	tcase_add_test(tc, bounds_accepted);
+	tcase_add_test(tc, bounds_accepted_new_keys);
+	tcase_add_test(tc, chunk_bytes_powers_of_two);
 	tcase_add_test(tc, crlf_and_bom);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("faults");
+	tcase_add_test(tc, faults_off);
+	tcase_add_loop_test(tc, fault_key_turns_faults_on, 0, N_OF(fault_cases));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parsers");
