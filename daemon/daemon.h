@@ -74,13 +74,43 @@ struct daemon {
 	double spin_s;			/* busy-poll window, seconds */
 
 	struct xport *xp;
+	struct rcache *rc;		/* registrations of client arenas */
+	ev_timer rcache_w;		/* waiting registrations' deadlines */
 	struct link **links;
 	size_t n_links;
 	ev_timer peer_timeout_w;	/* 1 s tick: links down too long */
 
-	ev_signal sigterm_w, sigint_w, sighup_w;
+	ev_signal sigterm_w, sigint_w, sighup_w, sigusr1_w;
 	struct daemon_counters ctr;
 };
+
+/*
+ * Registration cache glue (mr.c): the cache registers arena ranges through
+ * the transport's reg_mr; owners are queue ids.
+ * daemon_rcache_init - create d->rc from [rcache].  Returns 0 or -errno.
+ * daemon_rcache_destroy - free it (logs registrations still held).
+ * daemon_rcache_arm - (re)arm the timer that fails waiters past
+ *   max_wait_ms; call after a request has been queued.
+ * rcache_status - the completion status for a registration error @err
+ *   (rcache_get or a waiter's callback) on the receiving (@receiver) or
+ *   sending side: an endpoint that went away is SL_ERR_NO_ENDPOINT for a
+ *   receiver and SL_ERR_CANCELED for a sender; a span over max_bytes
+ *   SL_ERR_INVALID; everything else (no room in time, queue full, the
+ *   transport out of MRs) SL_NAK_BUSY.
+ */
+int daemon_rcache_init(struct daemon *d);
+void daemon_rcache_destroy(struct daemon *d);
+void daemon_rcache_arm(struct daemon *d);
+int rcache_status(int err, bool receiver);
+
+/*
+ * Statistics (stats.c): on SIGUSR1 the daemon writes every counter and
+ * gauge, one "name value" per line, to runtime_dir/sluiced.stats (a new
+ * file renamed into place).  Until sluicectl exists this is how tests
+ * and operators read them.
+ */
+void daemon_stats_init(struct daemon *d);
+int daemon_stats_write(struct daemon *d);
 
 /* Set up the progress engine (progress.c). */
 void daemon_progress_init(struct daemon *d);

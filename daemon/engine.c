@@ -1,5 +1,11 @@
 /*
  * engine.c - descriptor dispatch, matching and delivery.  See engine.h.
+ *
+ * A message above eager_max is a rendezvous: until a receive matches, the
+ * destination holds only its header (struct match_msg plus struct
+ * rndv_src), charged against unexpected_max_bytes like any message, and
+ * the data stays in the sender's arena.  Within the node the match then
+ * copies once, arena to arena; between nodes the link runs RTR/RDMA write.
  */
 #include "autoconfig.h"
 
@@ -28,6 +34,14 @@ void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t t
 	queue_complete(q, &cqe);
 }
 
+/* Where an unexpected rendezvous message's data waits. */
+struct rndv_src {
+	struct queue *q;	/* local: the sender's queue, referenced; NULL remote */
+	uint64_t addr;		/* local: arena offset */
+	uint64_t user_ctx;	/* local: the send's descriptor */
+	uint64_t send_id;	/* remote: the sender's name for it */
+};
+
 static bool port_valid(uint32_t port)
 {
 	return port >= 1 && port < SLD_PORTS;
@@ -43,7 +57,7 @@ int engine_validate(const struct queue *q, const struct sl_sqe *sqe)
 	switch (sqe->opcode) {
 	case SL_SQE_OP_SEND:
 		if (sqe->tag_mask || sqe->peer.node == SL_NODE_ANY ||
-		    !port_valid(sqe->peer.port) || sqe->len > UINT32_MAX)
+		    !port_valid(sqe->peer.port) || sqe->len > SL_MSG_MAX)
 			return SL_ERR_INVALID;
 		return SL_OK;
 	case SL_SQE_OP_RECV:
@@ -77,12 +91,47 @@ static uint64_t unexpected_charge(const struct match_queues *mq)
 	return mq->unexpected_bytes + (uint64_t)mq->n_unexpected * sizeof(struct match_msg);
 }
 
+/*
+ * An unexpected message for @dq that holds @held bytes of payload (and,
+ * for a rendezvous, a struct rndv_src): NULL with *status set when it
+ * would pass the endpoint's bound (refused before allocating: the sender
+ * keeps its buffer and may retry once the receiver has taken some
+ * messages) or memory is short.  No overflow: the charge is at most the
+ * bound (64 GiB) and held is at most eager_max.
+ */
+static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_addr_t src,
+					uint64_t tag, uint64_t len, uint64_t held, bool rndv,
+					int *status)
+{
+	size_t extra = rndv ? sizeof(struct rndv_src) : 0;
+	struct match_msg *m;
+
+	if (unexpected_charge(&dq->mq) + sizeof(*m) + extra + held > d->cfg.unexpected_max_bytes) {
+		d->ctr.naks_receiver_full++;
+		*status = SL_NAK_RECEIVER_FULL;
+		return NULL;
+	}
+	m = malloc(sizeof(*m) + extra + held);
+	if (!m) {
+		*status = SL_NAK_BUSY;
+		return NULL;
+	}
+	m->src = src;
+	m->tag = tag;
+	m->len = len;
+	m->held = held + extra;
+	m->data = rndv ? NULL : (uint8_t *)(m + 1);
+	m->rndv = rndv ? (void *)(m + 1) : NULL;
+	return m;
+}
+
 int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		   uint64_t tag, const void *data, uint64_t len)
 {
 	struct queue *dq = dst_port < SLD_PORTS ? d->ports[dst_port] : NULL;
 	struct match_recv *r;
 	struct match_msg *m;
+	int status;
 
 	if (!dq)
 		return SL_ERR_NO_ENDPOINT;
@@ -92,27 +141,161 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		free(r);
 		return SL_OK;
 	}
-	/*
-	 * Refused before allocating: the sender keeps its buffer and may
-	 * retry once the receiver has taken some messages.  No overflow: the
-	 * charge is at most the bound (64 GiB) and len fits in 32 bits.
-	 */
-	if (unexpected_charge(&dq->mq) + sizeof(*m) + len > d->cfg.unexpected_max_bytes) {
-		d->ctr.naks_receiver_full++;
-		return SL_NAK_RECEIVER_FULL;
-	}
-	m = malloc(sizeof(*m) + len);
+	m = unexpected_new(d, dq, src, tag, len, len, false, &status);
 	if (!m)
-		return SL_NAK_BUSY;
-	m->src = src;
-	m->tag = tag;
-	m->len = len;
-	m->data = (uint8_t *)(m + 1);
+		return status;
 	if (len)
 		memcpy(m->data, data, len);
 	match_add_unexpected(&dq->mq, m);
 	d->ctr.unexpected++;
 	return SL_OK;
+}
+
+int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
+		       uint64_t msg_len, uint64_t send_id)
+{
+	struct queue *dq = dst_port < SLD_PORTS ? d->ports[dst_port] : NULL;
+	struct match_recv *r;
+	struct match_msg *m;
+	struct rndv_src *rs;
+	int status;
+
+	if (!dq)
+		return SL_ERR_NO_ENDPOINT;
+	d->ctr.remote_msgs_rx++;
+	r = match_arrival(&dq->mq, src, tag);
+	if (r) {
+		if (!link_rndv_recv_start(d, dq, r, src, tag, msg_len, send_id))
+			engine_repost(dq, r);	/* the sender was told */
+		return SL_OK;
+	}
+	m = unexpected_new(d, dq, src, tag, msg_len, 0, true, &status);
+	if (!m)
+		return status;
+	rs = m->rndv;
+	*rs = (struct rndv_src){ .send_id = send_id };
+	match_add_unexpected(&dq->mq, m);
+	d->ctr.unexpected++;
+	return SL_OK;
+}
+
+/* The one copy of a local rendezvous: sender's arena to receiver's. */
+static void local_rndv_copy(struct queue *rq, const struct match_recv *r, struct queue *sq,
+			    uint64_t src_addr, sl_addr_t src, sl_addr_t dst, uint64_t tag,
+			    uint64_t len, uint64_t send_ctx)
+{
+	complete_recv(rq, r, src, tag, sq->arena + src_addr, len);
+	engine_complete(sq, SL_OP_SEND, dst, tag, len, send_ctx, SL_OK);
+	rq->d->ctr.local_msgs++;
+}
+
+/*
+ * Receive @r of @q takes unexpected message @m (both unlinked).  Returns
+ * true when @r was used up (delivered, or a rendezvous started), false
+ * when a remote rendezvous could not start and @r is still the caller's.
+ * @m is freed either way.
+ */
+static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m)
+{
+	struct rndv_src *rs = m->rndv;
+	bool taken = true;
+
+	if (!rs) {
+		complete_recv(q, r, m->src, m->tag, m->data, m->len);
+		free(r);
+	} else if (rs->q) {
+		local_rndv_copy(q, r, rs->q, rs->addr, m->src,
+				(sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag, m->len,
+				rs->user_ctx);
+		queue_put(rs->q);
+		free(r);
+	} else {
+		taken = link_rndv_recv_start(q->d, q, r, m->src, m->tag, m->len, rs->send_id);
+	}
+	free(m);
+	return taken;
+}
+
+void engine_repost(struct queue *q, struct match_recv *r)
+{
+	struct match_msg *m;
+
+	if (q->dead || q->d->stopping) {
+		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
+				SL_ERR_CANCELED);
+		free(r);
+		return;
+	}
+	/* Each failed start used up one unexpected message: this ends. */
+	while ((m = match_repost(&q->mq, r)))
+		if (recv_take(q, r, m))
+			return;
+}
+
+void engine_drop_unexpected(struct queue *q, struct match_msg *m)
+{
+	struct daemon *d = q->d;
+	struct rndv_src *rs = m->rndv;
+	int status = d->stopping ? SL_ERR_CANCELED : SL_ERR_NO_ENDPOINT;
+
+	if (rs && rs->q) {
+		engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ d->cfg.node_id, q->port }, m->tag,
+				m->len, rs->user_ctx, status);
+		queue_put(rs->q);
+	} else if (rs && !d->stopping) {
+		link_rndv_refuse(d, m->src.node, rs->send_id, (uint32_t)status);
+	}
+	free(m);
+}
+
+/* Drop every unexpected rendezvous message for which @drop says so. */
+static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_msg *, const void *),
+			    const void *arg, int status)
+{
+	struct queue *q;
+
+	TAILQ_FOREACH(q, &d->queues, all) {
+		struct match_msg *m, *next;
+
+		for (m = TAILQ_FIRST(&q->mq.unexpected); m; m = next) {
+			struct rndv_src *rs = m->rndv;
+
+			next = TAILQ_NEXT(m, link);
+			if (!rs || !drop(m, arg))
+				continue;
+			match_remove_unexpected(&q->mq, m);
+			if (rs->q) {
+				engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ d->cfg.node_id, q->port },
+						m->tag, m->len, rs->user_ctx, status);
+				queue_put(rs->q);
+			}
+			free(m);
+		}
+	}
+}
+
+static bool from_node(const struct match_msg *m, const void *arg)
+{
+	const struct rndv_src *rs = m->rndv;
+
+	return !rs->q && m->src.node == *(const uint32_t *)arg;
+}
+
+static bool from_queue(const struct match_msg *m, const void *arg)
+{
+	const struct rndv_src *rs = m->rndv;
+
+	return rs->q == arg;
+}
+
+void engine_drop_rndv_from(struct daemon *d, uint32_t node)
+{
+	drop_rndv_where(d, from_node, &node, SL_ERR_PEER_DOWN);
+}
+
+void engine_cancel_local_rndv(struct daemon *d, struct queue *q)
+{
+	drop_rndv_where(d, from_queue, q, SL_ERR_CANCELED);
 }
 
 static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
@@ -134,11 +317,38 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 	r->capacity = sqe->len;
 	r->user_ctx = sqe->user_ctx;
 	m = match_post_recv(&q->mq, r);
-	if (m) {
-		complete_recv(q, r, m->src, m->tag, m->data, m->len);
-		free(m);
+	if (m && !recv_take(q, r, m))
+		engine_repost(q, r);
+}
+
+/* A local message above eager_max: one copy once a receive matches. */
+static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t dst)
+{
+	struct daemon *d = q->d;
+	struct queue *dq = d->ports[dst.port];
+	sl_addr_t src = { d->cfg.node_id, q->port };
+	struct match_recv *r;
+	struct match_msg *m;
+	struct rndv_src *rs;
+	int status;
+
+	if (!dq)
+		return SL_ERR_NO_ENDPOINT;
+	r = match_arrival(&dq->mq, src, sqe->tag);
+	if (r) {
+		local_rndv_copy(dq, r, q, sqe->addr, src, dst, sqe->tag, sqe->len, sqe->user_ctx);
 		free(r);
+		return -EINPROGRESS;	/* completed */
 	}
+	m = unexpected_new(d, dq, src, sqe->tag, sqe->len, 0, true, &status);
+	if (!m)
+		return status;
+	rs = m->rndv;
+	*rs = (struct rndv_src){ .q = q, .addr = sqe->addr, .user_ctx = sqe->user_ctx };
+	queue_get(q);
+	match_add_unexpected(&dq->mq, m);
+	d->ctr.unexpected++;
+	return -EINPROGRESS;	/* completes at the match */
 }
 
 static void submit_send(struct queue *q, const struct sl_sqe *sqe)
@@ -149,6 +359,16 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	struct link *l;
 	int status, rc;
 
+	if ((dst.node == SL_NODE_LOCAL || dst.node == self) && sqe->len > d->cfg.eager_max) {
+		dst.node = self;
+		status = send_local_rndv(q, sqe, dst);
+		if (status == -EINPROGRESS)
+			return;
+		if (status == SL_ERR_NO_ENDPOINT)
+			d->ctr.no_endpoint++;
+		engine_complete(q, SL_OP_SEND, dst, sqe->tag, sqe->len, sqe->user_ctx, status);
+		return;
+	}
 	if (dst.node == SL_NODE_LOCAL || dst.node == self) {
 		dst.node = self;
 		status = engine_deliver(d, (sl_addr_t){ self, q->port }, dst.port,
@@ -165,10 +385,6 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	if (!l) {
 		d->ctr.no_endpoint++;
 		status = SL_ERR_NO_ENDPOINT;
-	} else if (sqe->len > d->cfg.eager_max) {
-		/* Rendezvous is not there yet: larger messages are invalid. */
-		d->ctr.invalid++;
-		status = SL_ERR_INVALID;
 	} else if ((rc = link_send(l, q, sqe)) < 0) {
 		status = rc == -EHOSTDOWN ? SL_ERR_PEER_DOWN : SL_NAK_BUSY;
 	} else {

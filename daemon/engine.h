@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "match.h"
 #include "sluice.h"
 
 struct daemon;
@@ -33,6 +34,42 @@ void engine_submit(struct queue *q, const struct sl_sqe *sqe);
  */
 int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		   uint64_t tag, const void *data, uint64_t len);
+
+/*
+ * engine_deliver_rts - an RTS from remote @src for local port @dst_port:
+ * a @msg_len-byte message that waits at the sender as its rendezvous
+ * @send_id.  A posted receive that accepts it starts the rendezvous;
+ * otherwise its header (only) is queued unexpected.  Returns SL_OK,
+ * SL_ERR_NO_ENDPOINT, SL_NAK_RECEIVER_FULL (the header would pass
+ * unexpected_max_bytes) or SL_NAK_BUSY (out of memory).
+ */
+int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
+		       uint64_t msg_len, uint64_t send_id);
+
+/*
+ * engine_repost - receive @r of @q, taken by a rendezvous that failed
+ * before any data moved, goes back to its place among the posted
+ * receives, or takes the earliest unexpected message it accepts.  On a
+ * dead queue it completes (discarded) instead.
+ */
+void engine_repost(struct queue *q, struct match_recv *r);
+
+/*
+ * engine_drop_unexpected - unexpected message @m of @q, already unlinked,
+ * will never be received (@q is closing or the daemon stopping).  Its
+ * sender is told: a local rendezvous send completes SL_ERR_NO_ENDPOINT
+ * (SL_ERR_CANCELED when stopping), a remote one gets an RTR with that
+ * status.  Frees @m.
+ */
+void engine_drop_unexpected(struct queue *q, struct match_msg *m);
+
+/* Forget the unexpected rendezvous messages whose data waits on node
+ * @node (its link went down and failed those sends). */
+void engine_drop_rndv_from(struct daemon *d, uint32_t node);
+
+/* Queue @q is closing: its local rendezvous sends still waiting unexpected
+ * at some endpoint complete SL_ERR_CANCELED (discarded) and give @q back. */
+void engine_cancel_local_rndv(struct daemon *d, struct queue *q);
 
 /* Write the completion of one accepted descriptor of @q. */
 void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,

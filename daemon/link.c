@@ -26,6 +26,7 @@
 #define LINK_PEER_TIMEOUT 30.0	/* seconds */
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
+#define LINK_POST_RETRY 1e-3	/* seconds: a refused post with nothing in flight */
 
 static const char *state_name(enum link_state s)
 {
@@ -48,55 +49,131 @@ struct link *link_find(struct daemon *d, uint32_t node_id)
 	return NULL;
 }
 
-/* ---- completing data frames ---- */
+/* ---- completing sends ---- */
 
-/* The end of every frame, already unlinked: a data frame's descriptor gets
- * its completion and its queue reference back. */
-static void frame_finish(struct link_frame *f, int status)
+static void list_unlink(struct link *l, struct link_frame *f)
 {
-	if (f->type == SL_WIRE_EAGER) {
-		engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, status);
-		queue_put(f->q);
+	if (f->where == FL_UNACKED) {
+		TAILQ_REMOVE(&l->unacked, f, link);
+		l->n_unacked--;
+	} else if (f->where == FL_BACKLOG) {
+		TAILQ_REMOVE(&l->backlog, f, link);
+		l->n_backlog--;
 	}
+	f->where = FL_NONE;
+	if (f->in_rndv) {
+		TAILQ_REMOVE(&l->rndv_tx, f, rlink);
+		l->n_rndv_tx--;
+		f->in_rndv = false;
+	}
+	if (f->in_writes) {
+		TAILQ_REMOVE(&l->writes, f, wlink);
+		l->n_writes--;
+		f->in_writes = false;
+	}
+}
+
+/*
+ * The end of every send: once its status is decided and no posted WR
+ * names it, it leaves every list, returns its registration (or its place
+ * in the registration queue), and its descriptor gets its completion and
+ * its queue reference back.  Returns true when @f is gone.
+ */
+static bool send_try_finish(struct link *l, struct link_frame *f)
+{
+	struct daemon *d = l->d;
+
+	if (!f->decided || f->wrs)
+		return false;
+	list_unlink(l, f);
+	if (f->reg_waiting) {
+		rcache_cancel(d->rc, &f->req);
+		f->reg_waiting = false;
+	}
+	if (f->mr)
+		rcache_put(d->rc, f->mr);
+	engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, f->status);
+	queue_put(f->q);
 	free(f);
+	return true;
 }
 
-static void frame_complete(struct link *l, struct link_frame *f)
+/* The first decision wins: one status per descriptor. */
+static bool send_decide(struct link *l, struct link_frame *f, int status)
 {
-	TAILQ_REMOVE(&l->unacked, f, link);
-	l->n_unacked--;
-	frame_finish(f, f->status);
+	if (!f->decided) {
+		f->decided = true;
+		f->status = status;
+	}
+	return send_try_finish(l, f);
 }
 
-/* Fail every data frame in @list with @status (link down, shutdown). */
-static void fail_list(struct link *l, struct link_frame_list *list, uint32_t *count,
-		      int status)
+static bool is_send(const struct link_frame *f)
 {
-	struct link_frame *f;
+	return f->type == SL_WIRE_EAGER || f->type == SL_WIRE_RTS;
+}
 
-	while ((f = TAILQ_FIRST(list))) {
-		TAILQ_REMOVE(list, f, link);
-		(*count)--;
-		frame_finish(f, status);
+/* Fail every send in @list (link down, shutdown); control frames there
+ * belong to the connection and go. */
+static void fail_list(struct link *l, struct link_frame_list *list, int status)
+{
+	struct link_frame *f, *next;
+
+	for (f = TAILQ_FIRST(list); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (is_send(f)) {
+			send_decide(l, f, status);
+		} else {
+			TAILQ_REMOVE(list, f, link);
+			l->n_backlog--;
+			free(f);
+		}
 	}
 }
 
 /* ---- sending ---- */
 
+/* SQ slots data may not take: ACK, NAK, RTR and FIN never wait behind
+ * data for room. */
+static uint32_t ctl_reserve(const struct link *l)
+{
+	return l->d->xp->params.sq_depth >= 16 ? 2 : 1;
+}
+
+static uint32_t data_space(const struct link *l)
+{
+	uint32_t space = l->d->xp->ops->sq_space(l->conn), r = ctl_reserve(l);
+
+	return space > r ? space - r : 0;
+}
+
+/* A post was refused.  When nothing is in flight no completion will come
+ * to drive the backlog again, so a timer does. */
+static void post_refused(struct link *l)
+{
+	l->post_enomem++;
+	if (l->d->xp->ops->sq_outstanding(l->conn) == 0 && !ev_is_active(&l->retry_w)) {
+		ev_timer_set(&l->retry_w, LINK_POST_RETRY, 0.0);
+		ev_timer_start(l->d->loop, &l->retry_w);
+	}
+}
+
 /*
  * The cumulative ack a frame may carry: never one covering a seq whose NAK
  * is still waiting in the backlog, or the peer would complete that send OK
- * and then find no frame for the NAK.  NAKs sit first in the backlog, in
- * seq order; a NAK being posted may cover its own seq (the peer handles the
- * NAK before the ack).
+ * and then find no frame for the NAK.  NAKs sit among the control frames
+ * at the head of the backlog, in seq order; a NAK being posted may cover
+ * its own seq (the peer handles the NAK before the ack).
  */
 static uint64_t ack_limit(const struct link *l, const struct sl_wire_frame *wf)
 {
 	const struct link_frame *f;
 
 	TAILQ_FOREACH(f, &l->backlog, link) {
-		if (f->type == SL_WIRE_EAGER)
+		if (is_send(f))
 			break;
+		if (f->type != SL_WIRE_NAK)
+			continue;
 		if (wf->type != SL_WIRE_NAK || f->nak_seq != wf->u.nak.nak_seq)
 			return f->nak_seq - 1;
 	}
@@ -120,6 +197,8 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 	if (n == 0) {
 		l->ack_sent = wf->ack;
 		l->frames_tx++;
+	} else if (n == -ENOMEM) {
+		post_refused(l);
 	}
 	return n;
 }
@@ -146,52 +225,183 @@ static bool ack_due(const struct link *l, bool force)
 	       ev_time() - l->ack_pending_since >= LINK_ACK_DELAY;
 }
 
-/* Move what fits from the backlog into the transport SQ, control first;
- * then an ACK if one is due and nothing else carried it. */
+/* Post control frame @f (NAK, RTR, FIN). */
+static int post_ctl(struct link *l, struct link_frame *f)
+{
+	struct sl_wire_frame wf = { .type = f->type };
+
+	switch (f->type) {
+	case SL_WIRE_NAK:
+		wf.u.nak.nak_seq = f->nak_seq;
+		wf.u.nak.status = f->ctl_status;
+		break;
+	case SL_WIRE_RTR:
+		wf.u.rtr.send_id = f->rtr_send_id;
+		wf.u.rtr.raddr = f->rtr_raddr;
+		wf.u.rtr.len = f->rtr_len;
+		wf.u.rtr.rkey = f->rtr_rkey;
+		wf.u.rtr.recv_id = f->ctl_recv_id;
+		wf.u.rtr.status = f->ctl_status;
+		break;
+	case SL_WIRE_FIN:
+		wf.u.fin.recv_id = f->ctl_recv_id;
+		wf.u.fin.status = f->ctl_status;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return post_frame(l, &wf, NULL, 0);
+}
+
+/* The largest message the peer takes eagerly: both ends' eager_max. */
+static uint64_t eager_limit(const struct link *l)
+{
+	uint32_t own = l->d->cfg.eager_max;
+
+	return l->peer_eager_max < own ? l->peer_eager_max : own;
+}
+
+/* Post send @f, the head of the backlog, as EAGER or RTS. */
+static int post_send_frame(struct link *l, struct link_frame *f)
+{
+	bool rndv = f->len > eager_limit(l);
+	struct sl_wire_frame wf = { .type = rndv ? SL_WIRE_RTS : SL_WIRE_EAGER };
+	const void *payload = NULL;
+	int rc;
+
+	wf.seq = l->tx_seq + 1;
+	if (rndv) {
+		f->send_id = ++l->next_send_id;
+		wf.u.rts.src_port = f->src_port;
+		wf.u.rts.dst_port = f->dst.port;
+		wf.u.rts.dst_node = f->dst.node;
+		wf.u.rts.tag = f->tag;
+		wf.u.rts.msg_len = f->len;
+		wf.u.rts.send_id = f->send_id;
+	} else {
+		wf.payload_len = (uint32_t)f->len;
+		wf.u.eager.src_port = f->src_port;
+		wf.u.eager.dst_port = f->dst.port;
+		wf.u.eager.dst_node = f->dst.node;
+		wf.u.eager.tag = f->tag;
+		payload = f->q->arena + f->addr;
+	}
+	rc = post_frame(l, &wf, payload, (uintptr_t)f);
+	if (rc == -ENOMEM)
+		return rc;	/* stays first in the backlog */
+	list_unlink(l, f);
+	if (rc < 0) {
+		/* Cannot happen for a frame we built; never drop it silently
+		 * all the same. */
+		log_err("link %s: cannot post frame: %s", l->peer->name, strerror(-rc));
+		send_decide(l, f, SL_ERR_INVALID);
+		return 0;
+	}
+	f->seq = ++l->tx_seq;
+	f->wrs++;
+	f->where = FL_UNACKED;
+	TAILQ_INSERT_TAIL(&l->unacked, f, link);
+	l->n_unacked++;
+	if (rndv) {
+		f->type = SL_WIRE_RTS;
+		f->in_rndv = true;
+		TAILQ_INSERT_TAIL(&l->rndv_tx, f, rlink);
+		l->n_rndv_tx++;
+	}
+	return 0;
+}
+
+/* Post the next RDMA write segment of @f, the head of the write list;
+ * the last one carries the receiver's recv_id as its immediate. */
+static int post_write_segment(struct link *l, struct link_frame *f)
+{
+	uint64_t left = f->wlen - f->w_off;
+	uint32_t seg = left < LINK_WRITE_SEGMENT ? (uint32_t)left : LINK_WRITE_SEGMENT;
+	bool last = f->w_off + seg == f->wlen;
+	struct xport_write_wr wr = {
+		.wr_id = (uintptr_t)f | 1,
+		.laddr = f->q->arena + f->addr + f->w_off,
+		.lkey = f->mr ? f->mr->lkey : 0,
+		.len = seg,
+		.raddr = f->raddr + f->w_off,
+		.rkey = f->rkey,
+		.has_imm = last,
+		.imm = last ? f->recv_id : 0,
+	};
+	int rc = l->d->xp->ops->post_write(l->conn, &wr);
+
+	if (rc == -ENOMEM) {
+		post_refused(l);
+		return rc;
+	}
+	if (rc < 0) {
+		/* Our own registration refused: a bug, reported on the
+		 * descriptor; the receiver's receive is given back. */
+		log_err("link %s: cannot post RDMA write: %s", l->peer->name, strerror(-rc));
+		list_unlink(l, f);
+		f->w_off = f->wlen;
+		link_queue_fin(l, f->recv_id, SL_ERR_ACCESS);
+		send_decide(l, f, SL_ERR_ACCESS);
+		return 0;
+	}
+	f->w_off += seg;
+	f->wrs++;
+	l->writes_tx++;
+	TAILQ_REMOVE(&l->writes, f, wlink);
+	if (last) {
+		f->in_writes = false;
+		l->n_writes--;
+		f->last_posted = true;
+	} else {
+		/* Round robin between rendezvous: one segment each. */
+		TAILQ_INSERT_TAIL(&l->writes, f, wlink);
+	}
+	return 0;
+}
+
+/*
+ * Move what fits into the transport SQ: control frames first (they may
+ * use the reserve), then data, alternating between queued sends and RDMA
+ * write segments so that neither starves the other; then an ACK if one
+ * is due and nothing else carried it.
+ */
 static void link_post_backlog(struct link *l, bool force_ack)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
 	struct link_frame *f;
 
-	while ((f = TAILQ_FIRST(&l->backlog)) && ops->sq_space(l->conn) > 0) {
-		struct sl_wire_frame wf = { .type = f->type };
-		const void *payload = NULL;
-		uint64_t wr_id = 0;
-		int rc;
+	while ((f = TAILQ_FIRST(&l->backlog)) && !is_send(f)) {
+		int rc = post_ctl(l, f);
 
-		if (f->type == SL_WIRE_EAGER) {
-			wf.seq = l->tx_seq + 1;
-			wf.payload_len = f->len;
-			wf.u.eager.src_port = f->src_port;
-			wf.u.eager.dst_port = f->dst.port;
-			wf.u.eager.dst_node = f->dst.node;
-			wf.u.eager.tag = f->tag;
-			payload = f->q->arena + f->addr;
-			wr_id = (uintptr_t)f;
-		} else {
-			wf.u.nak.nak_seq = f->nak_seq;
-			wf.u.nak.status = f->nak_status;
+		if (rc == -ENOMEM) {
+			if (!f->decided) {
+				f->decided = true;	/* counted once */
+				l->ctl_deferred++;
+			}
+			return;
 		}
-		rc = post_frame(l, &wf, payload, wr_id);
-		if (rc == -ENOMEM)
-			break;	/* SQ full: stays first in the backlog */
+		if (rc < 0)
+			log_err("link %s: cannot post control frame %u: %s", l->peer->name,
+				f->type, strerror(-rc));
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
-		if (rc < 0) {
-			/* Cannot happen for a frame we built; never drop it
-			 * silently all the same. */
-			log_err("link %s: cannot post frame: %s", l->peer->name, strerror(-rc));
-			frame_finish(f, SL_ERR_INVALID);
-			continue;
+		free(f);
+	}
+	for (;;) {
+		bool moved = false;
+
+		if (data_space(l) && (f = TAILQ_FIRST(&l->backlog))) {
+			if (post_send_frame(l, f) < 0)
+				break;
+			moved = true;
 		}
-		if (f->type == SL_WIRE_EAGER) {
-			f->seq = ++l->tx_seq;
-			f->posted = true;
-			TAILQ_INSERT_TAIL(&l->unacked, f, link);
-			l->n_unacked++;
-		} else {
-			free(f);	/* the transport copied the header */
+		if (data_space(l) && (f = TAILQ_FIRST(&l->writes))) {
+			if (post_write_segment(l, f) < 0)
+				break;
+			moved = true;
 		}
+		if (!moved)
+			break;
 	}
 	if (ack_due(l, force_ack) && ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
@@ -208,15 +418,20 @@ void link_cancel_queue(struct daemon *d, struct queue *q)
 		struct link *l = d->links[i];
 		struct link_frame *f, *next;
 
+		/* Discarded: the queue is dead; this returns each send's slot
+		 * reservation and its reference. */
 		for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
 			next = TAILQ_NEXT(f, link);
-			if (f->type != SL_WIRE_EAGER || f->q != q)
-				continue;
-			TAILQ_REMOVE(&l->backlog, f, link);
-			l->n_backlog--;
-			/* Discarded: the queue is dead; this returns its slot
-			 * reservation and its reference. */
-			frame_finish(f, SL_ERR_CANCELED);
+			if (is_send(f) && f->q == q)
+				send_decide(l, f, SL_ERR_CANCELED);
+		}
+		/* Rendezvous no receiver has answered yet would hold the
+		 * dead client's arena until one does; a late RTR gets a FIN
+		 * that gives the receive back. */
+		for (f = TAILQ_FIRST(&l->rndv_tx); f; f = next) {
+			next = TAILQ_NEXT(f, rlink);
+			if (f->q == q && f->recv_id == 0)
+				send_decide(l, f, SL_ERR_CANCELED);
 		}
 	}
 }
@@ -230,45 +445,88 @@ int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->type = SL_WIRE_EAGER;
+	f->type = SL_WIRE_EAGER;	/* or RTS, decided when posted */
 	f->q = q;
 	f->src_port = q->port;
 	f->dst = sqe->peer;
 	f->tag = sqe->tag;
 	f->addr = sqe->addr;
-	f->len = (uint32_t)sqe->len;
+	f->len = sqe->len;
 	f->user_ctx = sqe->user_ctx;
 	f->status = SL_OK;
 	queue_get(q);
+	f->where = FL_BACKLOG;
 	TAILQ_INSERT_TAIL(&l->backlog, f, link);
 	l->n_backlog++;
 	return 0;
 }
 
-static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
+/* Queue a control frame ahead of data, after the control frames already
+ * queued (their order is kept).  Returns the frame or NULL. */
+static struct link_frame *queue_ctl(struct link *l, uint8_t type)
 {
 	struct link_frame *f = calloc(1, sizeof(*f)), *it;
 
 	if (!f) {
-		/* Without memory for the NAK the only safe answer is to break
-		 * the connection: the sender then learns of the failure. */
-		log_err("link %s: out of memory for a NAK", l->peer->name);
-		l->d->xp->ops->close(l->conn, -ENOMEM);
-		return;
+		/* Without memory for it the only safe answer is to break the
+		 * connection: both sides then fail what was under way, each
+		 * operation with its own status. */
+		log_err("link %s: out of memory for a control frame", l->peer->name);
+		if (l->conn)
+			l->d->xp->ops->close(l->conn, -ENOMEM);
+		return NULL;
 	}
-	f->type = SL_WIRE_NAK;
-	f->nak_seq = seq;
-	f->nak_status = status;
-	/* Control frames go ahead of data, in their own order. */
+	f->type = type;
+	f->where = FL_BACKLOG;
 	TAILQ_FOREACH(it, &l->backlog, link)
-		if (it->type == SL_WIRE_EAGER)
+		if (is_send(it))
 			break;
 	if (it)
 		TAILQ_INSERT_BEFORE(it, f, link);
 	else
 		TAILQ_INSERT_TAIL(&l->backlog, f, link);
 	l->n_backlog++;
+	daemon_kick(l->d);
+	return f;
+}
+
+static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
+{
+	struct link_frame *f = queue_ctl(l, SL_WIRE_NAK);
+
+	if (!f)
+		return;
+	f->nak_seq = seq;
+	f->ctl_status = status;
 	l->naks_tx++;
+}
+
+void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status)
+{
+	struct link_frame *f;
+
+	if (l->state != LINK_UP)
+		return;	/* the receiver gives the receive back at link down */
+	f = queue_ctl(l, SL_WIRE_FIN);
+	if (!f)
+		return;
+	f->ctl_recv_id = recv_id;
+	f->ctl_status = status;
+}
+
+static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
+		      uint64_t len, uint32_t rkey, uint32_t status)
+{
+	struct link_frame *f = queue_ctl(l, SL_WIRE_RTR);
+
+	if (!f)
+		return;
+	f->rtr_send_id = send_id;
+	f->ctl_recv_id = recv_id;
+	f->rtr_raddr = raddr;
+	f->rtr_len = len;
+	f->rtr_rkey = rkey;
+	f->ctl_status = status;
 }
 
 void link_flush_all(struct daemon *d, bool force_ack)
@@ -284,6 +542,255 @@ void link_flush_all(struct daemon *d, bool force_ack)
 		if (l->conn)
 			d->xp->ops->flush(l->conn);
 	}
+}
+
+/* ---- rendezvous: sending side ---- */
+
+static struct link_frame *find_rndv_send(struct link *l, uint64_t send_id)
+{
+	struct link_frame *f;
+
+	TAILQ_FOREACH(f, &l->rndv_tx, rlink)
+		if (f->send_id == send_id)
+			return f;
+	return NULL;
+}
+
+static void start_writes(struct link *l, struct link_frame *f)
+{
+	f->in_writes = true;
+	TAILQ_INSERT_TAIL(&l->writes, f, wlink);
+	l->n_writes++;
+	daemon_kick(l->d);
+}
+
+/* The source registration failed or could not be had in time: the
+ * receiver gets its receive back, the send its status. */
+static void send_reg_failed(struct link *l, struct link_frame *f, int err)
+{
+	int status = rcache_status(err, false);
+
+	link_queue_fin(l, f->recv_id, (uint32_t)status);
+	send_decide(l, f, status);
+}
+
+static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
+{
+	struct link_frame *f = arg;
+	struct link *l = link_find(f->q->d, f->dst.node);
+
+	f->reg_waiting = false;
+	if (err) {
+		send_reg_failed(l, f, err);
+		return;
+	}
+	f->mr = mr;
+	start_writes(l, f);
+}
+
+static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
+{
+	struct daemon *d = l->d;
+	struct link_frame *f = find_rndv_send(l, wf->u.rtr.send_id);
+	int rc;
+
+	if (!f || f->decided || f->recv_id) {
+		/* Its send was cancelled (the client closed its queue):
+		 * give the receive back. */
+		log_debug("link %s: RTR for finished send %llu", l->peer->name,
+			  (unsigned long long)wf->u.rtr.send_id);
+		if (wf->u.rtr.status == SL_OK)
+			link_queue_fin(l, wf->u.rtr.recv_id, SL_ERR_CANCELED);
+		return 0;
+	}
+	if (wf->u.rtr.status != SL_OK) {
+		send_decide(l, f, (int)wf->u.rtr.status);
+		return 0;
+	}
+	if (wf->u.rtr.len > f->len) {
+		log_warn("link %s: RTR asks %llu bytes of a %llu-byte message", l->peer->name,
+			 (unsigned long long)wf->u.rtr.len, (unsigned long long)f->len);
+		return -EPROTO;
+	}
+	f->recv_id = wf->u.rtr.recv_id;
+	f->raddr = wf->u.rtr.raddr;
+	f->rkey = wf->u.rtr.rkey;
+	f->wlen = wf->u.rtr.len;
+	if (f->wlen == 0) {
+		start_writes(l, f);	/* one empty write carries the immediate */
+		return 0;
+	}
+	rcache_req_init(&f->req, send_reg_done, f);
+	rc = rcache_get(d->rc, f->q->id, f->addr, f->wlen, ev_now(d->loop), &f->req, &f->mr);
+	if (rc == 0) {
+		start_writes(l, f);
+	} else if (rc == -EINPROGRESS) {
+		f->reg_waiting = true;
+		daemon_rcache_arm(d);
+	} else {
+		send_reg_failed(l, f, rc);
+	}
+	return 0;
+}
+
+/* ---- rendezvous: receiving side ---- */
+
+static struct rndv_recv *find_rndv_recv(struct link *l, uint32_t recv_id)
+{
+	struct rndv_recv *rr;
+
+	TAILQ_FOREACH(rr, &l->rndv_rx, link)
+		if (rr->recv_id == recv_id)
+			return rr;
+	return NULL;
+}
+
+/* Unlink @rr and return its registration and queue; @r is the caller's. */
+static void rndv_recv_free(struct rndv_recv *rr)
+{
+	struct link *l = rr->l;
+
+	TAILQ_REMOVE(&l->rndv_rx, rr, link);
+	l->n_rndv_rx--;
+	if (rr->reg_waiting)
+		rcache_cancel(l->d->rc, &rr->req);
+	if (rr->mr)
+		rcache_put(l->d->rc, rr->mr);
+	queue_put(rr->q);
+	free(rr);
+}
+
+/* The data is in place. */
+static void rndv_recv_complete(struct rndv_recv *rr)
+{
+	struct match_recv *r = rr->r;
+
+	rr->l->rndv_rx_done++;
+	engine_complete(rr->q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
+			rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
+	rndv_recv_free(rr);
+	free(r);
+}
+
+/* The rendezvous failed before any data: the receive goes back to its
+ * place, as if the message had never matched it. */
+static void rndv_recv_giveback(struct rndv_recv *rr)
+{
+	struct queue *q = rr->q;
+	struct match_recv *r = rr->r;
+
+	queue_get(q);
+	rndv_recv_free(rr);
+	engine_repost(q, r);
+	queue_put(q);
+}
+
+static void rndv_send_rtr(struct rndv_recv *rr)
+{
+	uint64_t raddr = rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
+
+	rr->rtr_sent = true;
+	queue_rtr(rr->l, rr->send_id, rr->recv_id, raddr, rr->wlen,
+		  rr->mr ? rr->mr->rkey : 0, SL_OK);
+}
+
+static void recv_reg_done(void *arg, int err, const struct rcache_mr *mr)
+{
+	struct rndv_recv *rr = arg;
+
+	rr->reg_waiting = false;
+	if (err) {
+		queue_rtr(rr->l, rr->send_id, 0, 0, 0, 0, (uint32_t)rcache_status(err, true));
+		rndv_recv_giveback(rr);
+		return;
+	}
+	rr->mr = mr;
+	rndv_send_rtr(rr);
+}
+
+void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_t status)
+{
+	struct link *l = link_find(d, node);
+
+	/* A link that is not up has failed the send already. */
+	if (l && l->state == LINK_UP)
+		queue_rtr(l, send_id, 0, 0, 0, 0, status);
+}
+
+bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
+			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id)
+{
+	struct link *l = link_find(d, src.node);
+	struct rndv_recv *rr;
+	int rc;
+
+	if (!l || l->state != LINK_UP)
+		return false;
+	rr = calloc(1, sizeof(*rr));
+	if (!rr) {
+		queue_rtr(l, send_id, 0, 0, 0, 0, SL_NAK_BUSY);
+		return false;
+	}
+	rr->l = l;
+	rr->q = q;
+	rr->r = r;
+	rr->src = src;
+	rr->tag = tag;
+	rr->msg_len = msg_len;
+	rr->wlen = msg_len < r->capacity ? msg_len : r->capacity;
+	rr->send_id = send_id;
+	if (++l->next_recv_id == 0)
+		l->next_recv_id = 1;
+	rr->recv_id = l->next_recv_id;
+	queue_get(q);
+	TAILQ_INSERT_TAIL(&l->rndv_rx, rr, link);
+	l->n_rndv_rx++;
+	if (rr->wlen == 0) {
+		rndv_send_rtr(rr);
+		return true;
+	}
+	rcache_req_init(&rr->req, recv_reg_done, rr);
+	rc = rcache_get(d->rc, q->id, r->addr, rr->wlen, ev_now(d->loop), &rr->req, &rr->mr);
+	if (rc == 0) {
+		rndv_send_rtr(rr);
+		return true;
+	}
+	if (rc == -EINPROGRESS) {
+		rr->reg_waiting = true;
+		daemon_rcache_arm(d);
+		return true;
+	}
+	queue_rtr(l, send_id, 0, 0, 0, 0, (uint32_t)rcache_status(rc, true));
+	rr->r = NULL;
+	rndv_recv_free(rr);
+	return false;
+}
+
+static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
+{
+	struct rndv_recv *rr = find_rndv_recv(l, recv_id);
+
+	if (!rr || !rr->rtr_sent) {
+		log_warn("link %s: write or FIN for unknown rendezvous %u", l->peer->name, recv_id);
+		return -EPROTO;
+	}
+	if (status == SL_OK)
+		rndv_recv_complete(rr);
+	else
+		rndv_recv_giveback(rr);
+	daemon_kick(l->d);
+	return 0;
+}
+
+/* Every receiving rendezvous of a link that went down gives its receive
+ * back: the sender has failed the send. */
+static void fail_rndv_rx(struct link *l)
+{
+	struct rndv_recv *rr;
+
+	engine_drop_rndv_from(l->d, l->node_id);
+	while ((rr = TAILQ_FIRST(&l->rndv_rx)))
+		rndv_recv_giveback(rr);
 }
 
 /* ---- connection management ---- */
@@ -302,6 +809,7 @@ static void link_schedule_redial(struct link *l)
 
 static void link_went_down(struct link *l, int err)
 {
+	int status = l->d->stopping ? SL_ERR_CANCELED : SL_ERR_PEER_DOWN;
 	struct link_frame *f, *next;
 
 	if (l->state == LINK_UP)
@@ -309,14 +817,19 @@ static void link_went_down(struct link *l, int err)
 	l->conn = NULL;
 	l->state = LINK_DOWN;
 	l->down_since = ev_now(l->d->loop);
-	/* Frames that reached the transport may or may not have arrived;
-	 * until retransmission lands they fail, each with its own status. */
-	fail_list(l, &l->unacked, &l->n_unacked,
-		  l->d->stopping ? SL_ERR_CANCELED : SL_ERR_PEER_DOWN);
-	/* Control frames belong to the dead connection; data waits. */
+	ev_timer_stop(l->d->loop, &l->retry_w);
+	/* The transport has completed every WR (flush errors) before
+	 * closed(), so nothing is posted any more.  Frames that reached it
+	 * may or may not have arrived; until retransmission lands they fail,
+	 * each with its own status, and so does every rendezvous. */
+	fail_list(l, &l->unacked, status);
+	while ((f = TAILQ_FIRST(&l->rndv_tx)))
+		send_decide(l, f, status);
+	fail_rndv_rx(l);
+	/* Control frames belong to the dead connection; sends wait. */
 	for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
 		next = TAILQ_NEXT(f, link);
-		if (f->type != SL_WIRE_EAGER) {
+		if (!is_send(f)) {
 			TAILQ_REMOVE(&l->backlog, f, link);
 			l->n_backlog--;
 			free(f);
@@ -381,7 +894,7 @@ static void peer_timeout_check(struct daemon *d)
 				 now - l->down_since, l->n_backlog);
 			l->timed_out = true;
 		}
-		fail_list(l, &l->backlog, &l->n_backlog, SL_ERR_PEER_DOWN);
+		fail_list(l, &l->backlog, SL_ERR_PEER_DOWN);
 	}
 }
 
@@ -428,20 +941,30 @@ static void up_accepted(struct xport *x, struct xport_conn *c)
 static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int status)
 {
 	struct link *l = ctx;
-	struct link_frame *f = (struct link_frame *)(uintptr_t)wr_id;
+	struct link_frame *f = (struct link_frame *)(uintptr_t)(wr_id & ~(uint64_t)1);
 
 	(void)c;
-	(void)status;	/* an error is followed by closed(), which fails it */
 	if (!l)
 		return;
-	/* An SQ slot is free: the backlog may move on the next pass. */
-	if (l->n_backlog)
+	/* An SQ slot is free: whatever waits for one may move next pass
+	 * (any release re-drives the deferred work; Open MPI issue 92). */
+	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
 		daemon_kick(l->d);
 	if (!f)
-		return;
-	f->posted = false;
-	if (f->acked)
-		frame_complete(l, f);
+		return;	/* a control frame */
+	f->wrs--;
+	if (wr_id & 1) {
+		/* An RDMA write.  An error is followed by closed(), which
+		 * fails the send; success of the last one completes it. */
+		if (status)
+			f->write_failed = true;
+		else if (f->last_posted && f->wrs == 0 && !f->write_failed) {
+			l->rndv_tx_done++;
+			send_decide(l, f, SL_OK);
+			return;
+		}
+	}
+	send_try_finish(l, f);
 }
 
 static int process_ack(struct link *l, uint64_t ack)
@@ -455,9 +978,15 @@ static int process_ack(struct link *l, uint64_t ack)
 	}
 	for (f = TAILQ_FIRST(&l->unacked); f && f->seq <= ack; f = next) {
 		next = TAILQ_NEXT(f, link);
-		f->acked = true;
-		if (!f->posted)
-			frame_complete(l, f);
+		if (f->type == SL_WIRE_RTS) {
+			/* The RTS is in; the rendezvous goes on without it. */
+			TAILQ_REMOVE(&l->unacked, f, link);
+			l->n_unacked--;
+			f->where = FL_NONE;
+			send_try_finish(l, f);
+		} else {
+			send_decide(l, f, SL_OK);
+		}
 	}
 	return 0;
 }
@@ -469,16 +998,32 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 	l->naks_rx++;
 	TAILQ_FOREACH(f, &l->unacked, link) {
 		if (f->seq == wf->u.nak.nak_seq) {
-			f->status = (int32_t)wf->u.nak.status;
-			f->acked = true;
-			if (!f->posted)
-				frame_complete(l, f);
+			send_decide(l, f, (int32_t)wf->u.nak.status);
 			return 0;
 		}
 	}
+	if (wf->u.nak.nak_seq <= l->tx_seq)
+		return 0;	/* its send was cancelled already */
 	log_warn("link %s: NAK for unknown seq %llu", l->peer->name,
 		 (unsigned long long)wf->u.nak.nak_seq);
 	return -EPROTO;
+}
+
+/* Sequence bookkeeping shared by EAGER and RTS.  Returns 1 for a new
+ * in-order frame, 0 for a duplicate, -EPROTO for a gap. */
+static int rx_sequence(struct link *l, uint64_t seq)
+{
+	if (seq <= l->rx_seq)
+		return 0;
+	if (seq != l->rx_seq + 1) {
+		log_warn("link %s: seq gap: got %llu after %llu", l->peer->name,
+			 (unsigned long long)seq, (unsigned long long)l->rx_seq);
+		return -EPROTO;
+	}
+	if (l->rx_seq == l->ack_sent)
+		l->ack_pending_since = ev_time();
+	l->rx_seq = seq;
+	return 1;
 }
 
 static int process_eager(struct link *l, const struct sl_wire_frame *wf,
@@ -487,16 +1032,10 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 	struct daemon *d = l->d;
 	int status;
 
-	if (wf->seq <= l->rx_seq)
-		return 0;	/* duplicate: already delivered */
-	if (wf->seq != l->rx_seq + 1) {
-		log_warn("link %s: seq gap: got %llu after %llu", l->peer->name,
-			 (unsigned long long)wf->seq, (unsigned long long)l->rx_seq);
-		return -EPROTO;
-	}
-	if (l->rx_seq == l->ack_sent)
-		l->ack_pending_since = ev_time();
-	l->rx_seq = wf->seq;
+	int rc = rx_sequence(l, wf->seq);
+
+	if (rc <= 0)
+		return rc;	/* a duplicate (0) was delivered already */
 	if (wf->u.eager.dst_node != d->cfg.node_id) {
 		status = SL_ERR_NO_ENDPOINT;
 	} else if (wf->payload_len > d->cfg.eager_max) {
@@ -507,6 +1046,24 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 					wf->payload_len);
 		d->ctr.remote_msgs_rx++;
 	}
+	if (status != SL_OK)
+		queue_nak(l, wf->seq, (uint32_t)status);
+	return 0;
+}
+
+static int process_rts(struct link *l, const struct sl_wire_frame *wf)
+{
+	struct daemon *d = l->d;
+	int status, rc = rx_sequence(l, wf->seq);
+
+	if (rc <= 0)
+		return rc;
+	if (wf->u.rts.dst_node != d->cfg.node_id)
+		status = SL_ERR_NO_ENDPOINT;
+	else
+		status = engine_deliver_rts(d, (sl_addr_t){ l->node_id, wf->u.rts.src_port },
+					    wf->u.rts.dst_port, wf->u.rts.tag,
+					    wf->u.rts.msg_len, wf->u.rts.send_id);
 	if (status != SL_OK)
 		queue_nak(l, wf->seq, (uint32_t)status);
 	return 0;
@@ -563,8 +1120,19 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 			return -EPROTO;
 		rc = process_eager(l, wf, payload);
 		break;
+	case SL_WIRE_RTS:
+		if (l->state != LINK_UP)
+			return -EPROTO;
+		rc = process_rts(l, wf);
+		break;
 	case SL_WIRE_NAK:
 		rc = process_nak(l, wf);
+		break;
+	case SL_WIRE_RTR:
+		rc = process_rtr(l, wf);
+		break;
+	case SL_WIRE_FIN:
+		rc = process_fin(l, wf->u.fin.recv_id, wf->u.fin.status);
 		break;
 	case SL_WIRE_ACK:
 		break;
@@ -575,6 +1143,15 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		rc = process_ack(l, wf->ack);
 	daemon_kick(l->d);
 	return rc;
+}
+
+static int up_write_imm(struct xport_conn *c, void *ctx, uint32_t imm)
+{
+	struct link *l = ctx;
+
+	if (!l || l->conn != c)
+		return -EPROTO;
+	return process_fin(l, imm, SL_OK);
 }
 
 static void up_closed(struct xport_conn *c, void *ctx, int err)
@@ -591,10 +1168,20 @@ const struct xport_upcalls link_upcalls = {
 	.accepted = up_accepted,
 	.send_done = up_send_done,
 	.recv = up_recv,
+	.write_imm = up_write_imm,
 	.closed = up_closed,
 };
 
 /* ---- setup ---- */
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct link *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	daemon_kick(l->d);
+}
 
 static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -624,6 +1211,11 @@ int link_setup_all(struct daemon *d)
 		l->down_since = ev_now(d->loop);
 		TAILQ_INIT(&l->backlog);
 		TAILQ_INIT(&l->unacked);
+		TAILQ_INIT(&l->rndv_tx);
+		TAILQ_INIT(&l->writes);
+		TAILQ_INIT(&l->rndv_rx);
+		ev_timer_init(&l->retry_w, retry_cb, 0.0, 0.0);
+		l->retry_w.data = l;
 		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
 		l->redial_w.data = l;
 		d->links[d->n_links++] = l;
@@ -648,10 +1240,12 @@ void link_teardown_all(struct daemon *d)
 		struct link *l = d->links[i];
 
 		ev_timer_stop(d->loop, &l->redial_w);
+		ev_timer_stop(d->loop, &l->retry_w);
 		if (l->conn)
 			d->xp->ops->close(l->conn, -ECONNABORTED);
-		fail_list(l, &l->unacked, &l->n_unacked, SL_ERR_CANCELED);
-		fail_list(l, &l->backlog, &l->n_backlog, SL_ERR_CANCELED);
+		/* A link that was not up has nothing posted or under way. */
+		fail_list(l, &l->unacked, SL_ERR_CANCELED);
+		fail_list(l, &l->backlog, SL_ERR_CANCELED);
 		log_debug("link %s: %s at teardown", l->peer->name, state_name(l->state));
 		free(l);
 	}

@@ -10,6 +10,23 @@
  *
  * The node with the lower id dials; the other accepts and learns who
  * called from the HELLO.
+ *
+ * Rendezvous (messages above the peer's eager_max): the send's frame goes
+ * out as an RTS and stays the owner of its descriptor.  When the peer's
+ * RTR names a registered destination, the sender registers its source
+ * (registration cache), and the frame joins the link's write list, from
+ * which RDMA writes of LINK_WRITE_SEGMENT bytes go out interleaved with
+ * other data; the last carries the peer's recv_id as its immediate.  The
+ * send completes when the last write completes.  On the receiving side a
+ * struct rndv_recv holds the matched receive and its registration from
+ * the RTR until the immediate (or a FIN) arrives.
+ *
+ * Every SQ post that fails (SQ full, -ENOMEM) leaves its frame or write
+ * where it was; a send completion, an ACK or a retry timer (when nothing
+ * is in flight to complete) drives it again, with no call from a client
+ * (Open MPI issue 92: a deferred RTR that nothing re-drove).  Data keeps
+ * link_ctl_reserve() SQ slots free for control frames, so ACK, NAK, RTR
+ * and FIN never wait behind data.
  */
 #ifndef SLD_LINK_H
 #define SLD_LINK_H
@@ -20,6 +37,8 @@
 #include <ev.h>
 
 #include "config.h"
+#include "match.h"
+#include "rcache.h"
 #include "sluice.h"
 #include "xport/xport.h"
 
@@ -29,28 +48,78 @@ struct sl_sqe;
 
 enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_HELLO, LINK_UP };
 
-/* One frame owned by a link, from queuing until its send completion (and,
- * for data, until the peer acknowledges it). */
+/* Where a frame's main list entry is. */
+enum frame_list { FL_NONE, FL_BACKLOG, FL_UNACKED };
+
+/*
+ * One frame owned by a link.  Control frames (NAK, RTR, FIN) live from
+ * queuing until posted.  A send (EAGER or RTS) owns its descriptor, with
+ * a queue reference, until it completes: after its ACK or NAK (eager), or
+ * after its RDMA write or a failure (rendezvous), and never while the
+ * transport still holds a WR that names it (wrs > 0).
+ */
 struct link_frame {
-	TAILQ_ENTRY(link_frame) link;
-	uint8_t type;		/* enum sl_wire_type */
-	bool posted;		/* handed to the transport, completion pending */
-	bool acked;		/* data: the peer's ACK or NAK arrived */
+	TAILQ_ENTRY(link_frame) link;	/* backlog or unacked */
+	TAILQ_ENTRY(link_frame) rlink;	/* rndv_tx: rendezvous under way */
+	TAILQ_ENTRY(link_frame) wlink;	/* writes: RDMA write to post */
+	uint8_t type;		/* enum sl_wire_type; SL_WIRE_EAGER for a send
+				 * until it is posted as an RTS */
+	uint8_t where;		/* enum frame_list */
+	bool decided;		/* the completion status is known */
+	bool in_rndv, in_writes;
+	bool last_posted;	/* the write with the immediate is posted */
+	bool write_failed;	/* a write completed with an error */
+	uint32_t wrs;		/* posted WRs naming this frame */
 	uint64_t seq;		/* data: per-connection sequence number */
-	/* Data frames: the originating descriptor, holding a queue ref. */
+	/* Sends: the originating descriptor, holding a queue ref. */
 	struct queue *q;
 	uint32_t src_port;
 	sl_addr_t dst;
 	uint64_t tag;
 	uint64_t addr;		/* arena offset */
-	uint32_t len;		/* bytes */
+	uint64_t len;		/* bytes */
 	uint64_t user_ctx;
 	int32_t status;		/* completion status once decided */
-	/* Control frames: NAK fields. */
+	/* Rendezvous send state. */
+	uint64_t send_id;
+	bool reg_waiting;	/* req is queued in the registration cache */
+	uint32_t recv_id;
+	uint32_t rkey;
+	uint64_t raddr;
+	uint64_t wlen;		/* bytes to write (the receive's capacity) */
+	uint64_t w_off;		/* bytes posted so far */
+	const struct rcache_mr *mr;
+	struct rcache_req req;
+	/* Control frames. */
 	uint64_t nak_seq;
-	uint32_t nak_status;
+	uint32_t ctl_status;	/* NAK, RTR, FIN */
+	uint64_t rtr_send_id;
+	uint64_t rtr_raddr;
+	uint64_t rtr_len;
+	uint32_t rtr_rkey;
+	uint32_t ctl_recv_id;	/* RTR, FIN */
 };
 TAILQ_HEAD(link_frame_list, link_frame);
+
+/* Receiving side of one rendezvous, from the match until the data is in
+ * place (write-with-immediate or FIN) or the rendezvous fails. */
+struct rndv_recv {
+	TAILQ_ENTRY(rndv_recv) link;	/* link->rndv_rx */
+	struct link *l;
+	struct queue *q;		/* holds a reference */
+	struct match_recv *r;		/* the matched receive, unlinked */
+	sl_addr_t src;
+	uint64_t tag;
+	uint64_t msg_len;		/* bytes the sender has */
+	uint64_t wlen;			/* bytes to be written: min(msg_len, capacity) */
+	uint64_t send_id;		/* the sender's name for it */
+	uint32_t recv_id;		/* ours, the write's immediate */
+	bool reg_waiting;
+	bool rtr_sent;
+	const struct rcache_mr *mr;
+	struct rcache_req req;
+};
+TAILQ_HEAD(rndv_recv_list, rndv_recv);
 
 struct link {
 	struct daemon *d;
@@ -74,12 +143,27 @@ struct link {
 	struct link_frame_list unacked;
 	uint32_t n_backlog;
 	uint32_t n_unacked;
+	/* Rendezvous sends past their RTS (rlink), those with writes to post
+	 * (wlink), and rendezvous receives. */
+	struct link_frame_list rndv_tx;
+	struct link_frame_list writes;
+	struct rndv_recv_list rndv_rx;
+	uint32_t n_rndv_tx, n_writes, n_rndv_rx;
+	uint64_t next_send_id;
+	uint32_t next_recv_id;
+	ev_timer retry_w;		/* a post failed with nothing in flight */
 	ev_timer redial_w;
 	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
 	ev_tstamp down_since;
 	/* Counters. */
 	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
+	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
+	uint64_t ctl_deferred;		/* control frames that had to wait */
+	uint64_t rndv_tx_done, rndv_rx_done, writes_tx;
 };
+
+/* Bytes per RDMA write WR of a rendezvous. */
+#define LINK_WRITE_SEGMENT (1u << 20)
 
 /* Create the links for every configured peer.  Returns 0 or -errno. */
 int link_setup_all(struct daemon *d);
@@ -99,6 +183,29 @@ int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 /* A queue was closed: drop its sends that have not reached the transport
  * (those that have complete normally, discarded). */
 void link_cancel_queue(struct daemon *d, struct queue *q);
+
+/*
+ * link_rndv_recv_start - receive @r of @q matched RTS @send_id of
+ * @msg_len bytes from @src (a remote node).  Registers the destination
+ * (possibly waiting in the registration cache) and sends the RTR.  Takes
+ * @r; when the rendezvous cannot start, @r goes back to its place among
+ * the posted receives (or the next unexpected message it accepts is
+ * delivered to it) and the sender is told with an RTR carrying the
+ * status.  Returns true when it took @r (the rendezvous is under way, or
+ * waiting for its registration), false when @r is still the caller's
+ * (the sender has been told, or its link is down and has failed it).
+ */
+bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
+			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id);
+
+/* Tell the receiver of rendezvous @recv_id that the send ended without
+ * writing (@status != SL_OK), or with (SL_OK, peers that do not use the
+ * immediate). */
+void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status);
+
+/* An unexpected RTS from @node was dropped (its endpoint closed): tell
+ * the sender with @status. */
+void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_t status);
 
 /* Hand queued frames to the transport and write them (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep). */

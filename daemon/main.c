@@ -193,6 +193,7 @@ static void daemon_teardown(struct daemon *d)
 	daemon_flush_cq_wakeups(d);
 	while ((s = TAILQ_FIRST(&d->sessions)))
 		session_destroy(s);
+	daemon_rcache_destroy(d);
 	if (d->xp) {
 		d->xp->ops->destroy(d->xp);
 		d->xp = NULL;
@@ -245,10 +246,29 @@ int main(int argc, char **argv)
 	rc = session_listen(d);
 	if (rc)
 		goto out;
-	d->xp = xport_tcp_create(d->loop, &link_upcalls, d, 1024);
+	{
+		struct xport_params xp = {
+			.sq_depth = d->cfg.sq_depth,
+			.max_mr = d->cfg.max_mr,
+			.faults = {
+				.post_enomem_every = d->cfg.fault_post_enomem_every,
+				.reg_fail_after = d->cfg.fault_reg_fail_after,
+				.delay_completions_us = d->cfg.fault_delay_completions_us,
+			},
+		};
+
+		d->xp = xport_tcp_create(d->loop, &link_upcalls, d, &xp);
+	}
 	if (!d->xp) {
 		rc = -errno;
 		log_err("tcp transport: %m");
+		goto out;
+	}
+	if (config_faults_on(&d->cfg))
+		log_warn("fault injection is on ([fault] section): this daemon fails on purpose");
+	rc = daemon_rcache_init(d);
+	if (rc) {
+		log_err("registration cache: %s", strerror(-rc));
 		goto out;
 	}
 	if (d->cfg.listen_set) {
@@ -268,6 +288,7 @@ int main(int argc, char **argv)
 	ev_signal_init(&d->sigint_w, stop_cb, SIGINT);
 	ev_signal_start(d->loop, &d->sigterm_w);
 	ev_signal_start(d->loop, &d->sigint_w);
+	daemon_stats_init(d);
 	daemon_progress_init(d);
 	if (d->cfg.listen_set)
 		log_info("node %s (%08x) ready: socket %s, transport %s on %s:%u, eager_max %u",

@@ -10,6 +10,7 @@ void match_init(struct match_queues *mq)
 	mq->n_posted = 0;
 	mq->n_unexpected = 0;
 	mq->unexpected_bytes = 0;
+	mq->next_post_seq = 0;
 }
 
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
@@ -21,19 +22,55 @@ bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
 	return ((tag ^ r->tag) & r->tag_mask) == 0;
 }
 
-struct match_msg *match_post_recv(struct match_queues *mq, struct match_recv *r)
+void match_remove_unexpected(struct match_queues *mq, struct match_msg *m)
+{
+	TAILQ_REMOVE(&mq->unexpected, m, link);
+	mq->n_unexpected--;
+	mq->unexpected_bytes -= m->held;
+}
+
+static struct match_msg *take_unexpected(struct match_queues *mq, const struct match_recv *r)
 {
 	struct match_msg *m;
 
 	TAILQ_FOREACH(m, &mq->unexpected, link) {
 		if (match_accepts(r, m->src, m->tag)) {
-			TAILQ_REMOVE(&mq->unexpected, m, link);
-			mq->n_unexpected--;
-			mq->unexpected_bytes -= m->len;
+			match_remove_unexpected(mq, m);
 			return m;
 		}
 	}
+	return NULL;
+}
+
+struct match_msg *match_post_recv(struct match_queues *mq, struct match_recv *r)
+{
+	struct match_msg *m;
+
+	r->post_seq = mq->next_post_seq++;
+	m = take_unexpected(mq, r);
+	if (m)
+		return m;
 	TAILQ_INSERT_TAIL(&mq->posted, r, link);
+	mq->n_posted++;
+	return NULL;
+}
+
+struct match_msg *match_repost(struct match_queues *mq, struct match_recv *r)
+{
+	struct match_msg *m = take_unexpected(mq, r);
+	struct match_recv *it;
+
+	if (m)
+		return m;
+	/* From the tail: a reposted receive is usually among the oldest,
+	 * but new ones are appended there. */
+	TAILQ_FOREACH_REVERSE(it, &mq->posted, match_recv_list, link)
+		if (it->post_seq < r->post_seq)
+			break;
+	if (it)
+		TAILQ_INSERT_AFTER(&mq->posted, it, r, link);
+	else
+		TAILQ_INSERT_HEAD(&mq->posted, r, link);
 	mq->n_posted++;
 	return NULL;
 }
@@ -56,7 +93,7 @@ void match_add_unexpected(struct match_queues *mq, struct match_msg *m)
 {
 	TAILQ_INSERT_TAIL(&mq->unexpected, m, link);
 	mq->n_unexpected++;
-	mq->unexpected_bytes += m->len;
+	mq->unexpected_bytes += m->held;
 }
 
 struct match_recv *match_pop_recv(struct match_queues *mq)
@@ -77,7 +114,7 @@ struct match_msg *match_pop_unexpected(struct match_queues *mq)
 	if (m) {
 		TAILQ_REMOVE(&mq->unexpected, m, link);
 		mq->n_unexpected--;
-		mq->unexpected_bytes -= m->len;
+		mq->unexpected_bytes -= m->held;
 	}
 	return m;
 }

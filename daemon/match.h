@@ -30,14 +30,20 @@ struct match_recv {
 	uint64_t addr;		/* arena offset */
 	uint64_t capacity;	/* bytes */
 	uint64_t user_ctx;
+	uint64_t post_seq;	/* set by match_post_recv: posting order */
 };
 
 struct match_msg {
 	TAILQ_ENTRY(match_msg) link;
 	sl_addr_t src;		/* always a real address */
 	uint64_t tag;
-	uint64_t len;		/* bytes of payload */
-	uint8_t *data;		/* owned by the caller (the engine) */
+	uint64_t len;		/* bytes of the message */
+	uint64_t held;		/* bytes the daemon holds for it: len for an
+				 * eager message, 0 for a rendezvous one */
+	uint8_t *data;		/* owned by the caller (the engine); NULL
+				 * for rendezvous */
+	void *rndv;		/* owned by the caller: where a rendezvous
+				 * message's data waits; NULL for eager */
 };
 
 TAILQ_HEAD(match_recv_list, match_recv);
@@ -48,7 +54,8 @@ struct match_queues {
 	struct match_msg_list unexpected;
 	uint32_t n_posted;
 	uint32_t n_unexpected;
-	uint64_t unexpected_bytes;	/* sum of len over unexpected */
+	uint64_t unexpected_bytes;	/* sum of held over unexpected */
+	uint64_t next_post_seq;
 };
 
 void match_init(struct match_queues *mq);
@@ -71,6 +78,18 @@ struct match_msg *match_post_recv(struct match_queues *mq, struct match_recv *r)
 struct match_recv *match_arrival(struct match_queues *mq, sl_addr_t src, uint64_t tag);
 
 void match_add_unexpected(struct match_queues *mq, struct match_msg *m);
+
+/*
+ * match_repost - a receive taken by match_arrival() or match_post_recv()
+ * did not get its message after all (a rendezvous that failed).  As
+ * match_post_recv(), except that @r keeps its post_seq and, when no
+ * unexpected message is accepted, goes back to its place among the
+ * posted receives, so that it still precedes those posted after it.
+ */
+struct match_msg *match_repost(struct match_queues *mq, struct match_recv *r);
+
+/* Unlink unexpected message @m (it is linked). */
+void match_remove_unexpected(struct match_queues *mq, struct match_msg *m);
 
 /* Unlink and return the first posted receive / unexpected message, or
  * NULL when empty (teardown). */

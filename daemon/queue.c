@@ -17,6 +17,7 @@
 #include "link.h"
 #include "log.h"
 #include "queue.h"
+#include "rcache.h"
 #include "session.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
@@ -174,6 +175,9 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 		goto err_unbind;
 	}
 	q->id = ++d->next_queue_id;
+	rc = rcache_owner_add(d->rc, q->id, q->arena_size);
+	if (rc)
+		goto err_unbind;
 	q->owner = s;
 	ev_io_init(&q->sq_w, sq_doorbell_cb, q->sq_efd, EV_READ);
 	q->sq_w.data = q;
@@ -229,8 +233,13 @@ void queue_kill(struct queue *q)
 		free(r);
 	}
 	while ((m = match_pop_unexpected(&q->mq)))
-		free(m);
+		engine_drop_unexpected(q, m);
+	engine_cancel_local_rndv(d, q);
 	link_cancel_queue(d, q);
+	/* Idle registrations go now, held ones at their last put, before
+	 * the segment can be unmapped (operations hold queue references). */
+	if (rcache_drop_owner(d->rc, q->id) < 0)
+		log_warn("queue %u: not known to the registration cache", q->id);
 	queue_put(q);
 }
 

@@ -107,6 +107,9 @@ enum sl_status {
 	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
 };
 
+/* Largest message, bytes. */
+#define SL_MSG_MAX (1ull << 30)
+
 /* Completion opcodes (sl_cqe.opcode): what the descriptor was. */
 enum sl_opcode {
 	SL_OP_SEND = 1,
@@ -254,13 +257,26 @@ size_t sl_arena_size(const struct sl_queue *q);
  * @tag:      64-bit tag matched by the receiver.
  * @buf:      payload in @q's arena (may be NULL when @len is 0).  It must
  *            stay unchanged until the send completes.
- * @len:      bytes, at most the daemon's eager_max for a remote node.
+ * @len:      bytes, at most SL_MSG_MAX.
  * @user_ctx: returned in the completion.
  *
+ * Messages up to the daemons' eager_max are copied out at once (eager).
+ * Larger ones go by rendezvous (the RTS/RTR/RDMA-write protocol of MPI
+ * over verbs): the destination daemon holds only the message's header
+ * until a receive matches, and the data then moves once, from this
+ * buffer straight into the receive buffer.  Within a node that is one
+ * copy; between nodes it is an RDMA write (or its tcp emulation).
+ *
  * The send completes SL_OK when the destination daemon has accepted the
- * message (delivered it or queued it as unexpected), SL_ERR_NO_ENDPOINT
- * when nothing is bound at @dst, SL_ERR_INVALID for a bad descriptor
- * (length over eager_max to a remote node, for instance), or with a NAK.
+ * message (eager: delivered it or queued it as unexpected; rendezvous:
+ * written it into the matched receive's buffer), SL_ERR_NO_ENDPOINT
+ * when nothing is bound at @dst (or the endpoint went away before a
+ * receive matched), SL_ERR_INVALID for a bad descriptor (over SL_MSG_MAX,
+ * for instance), SL_ERR_PEER_DOWN when the link broke during a rendezvous,
+ * or with a NAK: SL_NAK_BUSY when a registration, a buffer or a link queue
+ * could not be had within the daemon's limits ([rcache] max_waiters and
+ * max_wait_ms); the buffer is then untouched and the send may be posted
+ * again.
  * Returns 0 when posted, -EAGAIN when the SQ is full (no system call made,
  * but for one poll(2) of the control socket per millisecond to notice a
  * daemon that has gone), -EINVAL when @buf..@buf+@len is not inside the

@@ -30,21 +30,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Version 1: HELLO, EAGER, ACK, NAK with the layouts below. */
+/* Version 1: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE as below. */
 #define SL_WIRE_VERSION 1u
 
 #define SL_WIRE_COMMON_LEN 32u
 /* Largest header of any type; a receive buffer needs at least this. */
-#define SL_WIRE_HDR_MAX 64u
+#define SL_WIRE_HDR_MAX 72u
 /* Largest payload of any frame, bytes. */
 #define SL_WIRE_PAYLOAD_MAX (16u << 20)
+/* Largest rendezvous message, bytes (SL_MSG_MAX in sluice.h). */
+#define SL_WIRE_RNDV_MAX (1ull << 30)
 
 enum sl_wire_type {
 	SL_WIRE_HELLO = 1,
 	SL_WIRE_EAGER = 2,
 	SL_WIRE_ACK = 3,
 	SL_WIRE_NAK = 4,
-	SL_WIRE_TYPE_MAX = SL_WIRE_NAK,
+	SL_WIRE_RTS = 5,
+	SL_WIRE_RTR = 6,
+	SL_WIRE_FIN = 7,
+	SL_WIRE_WRITE = 8,
+	SL_WIRE_TYPE_MAX = SL_WIRE_WRITE,
 };
 
 /*
@@ -82,6 +88,63 @@ enum sl_wire_type {
  */
 #define SL_WIRE_NAK_LEN 48u
 
+/*
+ * Rendezvous (messages above the receiver's eager_max; the model is the
+ * RTS/RTR/RDMA-write protocol of MPI over verbs, e.g. Open MPI's ob1 and
+ * UCX's rndv put):
+ *
+ * RTS (data frame: sequenced, acked or NAKed like EAGER; no payload): a
+ * message of msg_len bytes waits at the sender.
+ *   32 u32 src_port
+ *   36 u32 dst_port
+ *   40 u64 tag
+ *   48 u32 dst_node
+ *   52 u32 rsvd         0
+ *   56 u64 msg_len      1..SL_WIRE_RNDV_MAX
+ *   64 u64 send_id      sender's name for the operation, not 0
+ */
+#define SL_WIRE_RTS_LEN 72u
+
+/*
+ * RTR (control frame, no payload): the receiver matched RTS send_id and
+ * registered its buffer; write len bytes to (rkey, raddr), the last WRITE
+ * carrying recv_id as its immediate.  status != 0 refuses instead (the
+ * receiver could not register, or its endpoint went away): the sender
+ * completes with that status and writes nothing.
+ *   32 u64 send_id      not 0
+ *   40 u64 raddr        receiver's address, in its transport's terms
+ *   48 u64 len          bytes to write, <= msg_len
+ *   56 u32 rkey
+ *   60 u32 recv_id      receiver's name for the operation, not 0
+ *   64 u32 status       0, or an enum sl_status NAK or error
+ *   68 u32 rsvd         0
+ */
+#define SL_WIRE_RTR_LEN 72u
+
+/*
+ * FIN (control frame, no payload): the sender ends rendezvous recv_id
+ * without the write-with-immediate; status 0 means the data was written,
+ * anything else that it was not (the sender could not register its
+ * buffer) and the receiver's receive stays posted.
+ *   32 u32 recv_id      not 0
+ *   36 u32 status
+ *   40 u64 rsvd         0
+ */
+#define SL_WIRE_FIN_LEN 48u
+
+/*
+ * WRITE (transport frame, payload = the data): the tcp transport's RDMA
+ * write.  The receiving transport checks (rkey, raddr, payload_len)
+ * against its MR table and places the payload there; a bad key or range
+ * is a remote access error that breaks the connection, as on an RC QP.
+ *   32 u64 raddr
+ *   40 u32 rkey
+ *   44 u32 has_imm      0 or 1: write with immediate
+ *   48 u32 imm          immediate data (0 unless has_imm)
+ *   52 u32 rsvd         0
+ */
+#define SL_WIRE_WRITE_LEN 56u
+
 struct sl_wire_frame {
 	uint8_t type;
 	uint16_t flags;
@@ -106,6 +169,32 @@ struct sl_wire_frame {
 			uint64_t nak_seq;
 			uint32_t status;
 		} nak;
+		struct {
+			uint32_t src_port;
+			uint32_t dst_port;
+			uint64_t tag;
+			uint32_t dst_node;
+			uint64_t msg_len;
+			uint64_t send_id;
+		} rts;
+		struct {
+			uint64_t send_id;
+			uint64_t raddr;
+			uint64_t len;
+			uint32_t rkey;
+			uint32_t recv_id;
+			uint32_t status;
+		} rtr;
+		struct {
+			uint32_t recv_id;
+			uint32_t status;
+		} fin;
+		struct {
+			uint64_t raddr;
+			uint32_t rkey;
+			uint32_t has_imm;
+			uint32_t imm;
+		} write;
 	} u;
 };
 
@@ -139,7 +228,11 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a data
  * frame with seq 0 or a control frame with seq != 0, a NAK whose status is
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
- * SL_NODE_LOCAL or SL_NODE_ANY.  Bytes after the frame are not looked at.  Never reads past @buf + @len.  Thread-safe.
+ * SL_NODE_LOCAL or SL_NODE_ANY, an RTS with msg_len 0 or over
+ * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
+ * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
+ * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
+ * has_imm not 0/1 or an imm without has_imm.  Bytes after the frame are not looked at.  Never reads past @buf + @len.  Thread-safe.
  */
 int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f);
 

@@ -63,6 +63,14 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 		return SL_WIRE_ACK_LEN;
 	case SL_WIRE_NAK:
 		return SL_WIRE_NAK_LEN;
+	case SL_WIRE_RTS:
+		return SL_WIRE_RTS_LEN;
+	case SL_WIRE_RTR:
+		return SL_WIRE_RTR_LEN;
+	case SL_WIRE_FIN:
+		return SL_WIRE_FIN_LEN;
+	case SL_WIRE_WRITE:
+		return SL_WIRE_WRITE_LEN;
 	default:
 		return 0;
 	}
@@ -70,7 +78,12 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 
 static int is_data_type(uint8_t type)
 {
-	return type == SL_WIRE_EAGER;
+	return type == SL_WIRE_EAGER || type == SL_WIRE_RTS;
+}
+
+static int has_payload_type(uint8_t type)
+{
+	return type == SL_WIRE_EAGER || type == SL_WIRE_WRITE;
 }
 
 static int nak_status_valid(uint32_t status)
@@ -104,11 +117,38 @@ static int frame_valid(uint8_t type, uint16_t flags, uint32_t payload_len,
 		return 0;
 	if (payload_len > SL_WIRE_PAYLOAD_MAX)
 		return 0;
-	if (payload_len != 0 && type != SL_WIRE_EAGER)
+	if (payload_len != 0 && !has_payload_type(type))
 		return 0;
 	if (is_data_type(type) ? seq == 0 : seq != 0)
 		return 0;
 	return 1;
+}
+
+/* 0 (done) or a NAK/error status. */
+static int status_or_ok_valid(uint32_t status)
+{
+	return status == SL_OK || nak_status_valid(status);
+}
+
+/* Type-specific field rules, shared by encoder and decoder. */
+static int fields_valid(const struct sl_wire_frame *f)
+{
+	switch (f->type) {
+	case SL_WIRE_RTS:
+		return f->u.rts.msg_len != 0 && f->u.rts.msg_len <= SL_WIRE_RNDV_MAX &&
+		       f->u.rts.send_id != 0;
+	case SL_WIRE_RTR:
+		if (f->u.rtr.send_id == 0 || !status_or_ok_valid(f->u.rtr.status))
+			return 0;
+		return f->u.rtr.status != SL_OK ||
+		       (f->u.rtr.recv_id != 0 && f->u.rtr.len <= SL_WIRE_RNDV_MAX);
+	case SL_WIRE_FIN:
+		return f->u.fin.recv_id != 0 && status_or_ok_valid(f->u.fin.status);
+	case SL_WIRE_WRITE:
+		return f->u.write.has_imm <= 1 && (f->u.write.has_imm || f->u.write.imm == 0);
+	default:
+		return 1;
+	}
 }
 
 /* A real node's id: never SL_NODE_LOCAL nor SL_NODE_ANY (sl_node_id folds
@@ -129,6 +169,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	    (!nak_status_valid(f->u.nak.status) || f->u.nak.nak_seq == 0))
 		return -EINVAL;
 	if (f->type == SL_WIRE_HELLO && !node_id_valid(f->u.hello.node_id))
+		return -EINVAL;
+	if (!fields_valid(f))
 		return -EINVAL;
 	if (cap < hlen)
 		return -ENOSPC;
@@ -159,6 +201,32 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	case SL_WIRE_NAK:
 		put_u64(p + 32, f->u.nak.nak_seq);
 		put_u32(p + 40, f->u.nak.status);
+		break;
+	case SL_WIRE_RTS:
+		put_u32(p + 32, f->u.rts.src_port);
+		put_u32(p + 36, f->u.rts.dst_port);
+		put_u64(p + 40, f->u.rts.tag);
+		put_u32(p + 48, f->u.rts.dst_node);
+		put_u64(p + 56, f->u.rts.msg_len);
+		put_u64(p + 64, f->u.rts.send_id);
+		break;
+	case SL_WIRE_RTR:
+		put_u64(p + 32, f->u.rtr.send_id);
+		put_u64(p + 40, f->u.rtr.raddr);
+		put_u64(p + 48, f->u.rtr.len);
+		put_u32(p + 56, f->u.rtr.rkey);
+		put_u32(p + 60, f->u.rtr.recv_id);
+		put_u32(p + 64, f->u.rtr.status);
+		break;
+	case SL_WIRE_FIN:
+		put_u32(p + 32, f->u.fin.recv_id);
+		put_u32(p + 36, f->u.fin.status);
+		break;
+	case SL_WIRE_WRITE:
+		put_u64(p + 32, f->u.write.raddr);
+		put_u32(p + 40, f->u.write.rkey);
+		put_u32(p + 44, f->u.write.has_imm);
+		put_u32(p + 48, f->u.write.imm);
 		break;
 	default:
 		break;
@@ -224,9 +292,45 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		if (!nak_status_valid(tmp.u.nak.status) || tmp.u.nak.nak_seq == 0)
 			return -EPROTO;
 		break;
+	case SL_WIRE_RTS:
+		if (get_u32(p + 52) != 0)
+			return -EPROTO;
+		tmp.u.rts.src_port = get_u32(p + 32);
+		tmp.u.rts.dst_port = get_u32(p + 36);
+		tmp.u.rts.tag = get_u64(p + 40);
+		tmp.u.rts.dst_node = get_u32(p + 48);
+		tmp.u.rts.msg_len = get_u64(p + 56);
+		tmp.u.rts.send_id = get_u64(p + 64);
+		break;
+	case SL_WIRE_RTR:
+		if (get_u32(p + 68) != 0)
+			return -EPROTO;
+		tmp.u.rtr.send_id = get_u64(p + 32);
+		tmp.u.rtr.raddr = get_u64(p + 40);
+		tmp.u.rtr.len = get_u64(p + 48);
+		tmp.u.rtr.rkey = get_u32(p + 56);
+		tmp.u.rtr.recv_id = get_u32(p + 60);
+		tmp.u.rtr.status = get_u32(p + 64);
+		break;
+	case SL_WIRE_FIN:
+		if (get_u64(p + 40) != 0)
+			return -EPROTO;
+		tmp.u.fin.recv_id = get_u32(p + 32);
+		tmp.u.fin.status = get_u32(p + 36);
+		break;
+	case SL_WIRE_WRITE:
+		if (get_u32(p + 52) != 0)
+			return -EPROTO;
+		tmp.u.write.raddr = get_u64(p + 32);
+		tmp.u.write.rkey = get_u32(p + 40);
+		tmp.u.write.has_imm = get_u32(p + 44);
+		tmp.u.write.imm = get_u32(p + 48);
+		break;
 	default:
 		break;
 	}
+	if (!fields_valid(&tmp))
+		return -EPROTO;
 	/* The caller's frame is touched only on success, so a failed decode
 	 * never leaves half-validated fields behind. */
 	*f = tmp;

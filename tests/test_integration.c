@@ -2687,14 +2687,27 @@ START_TEST(port_rules)
 			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
 	}
 
-	/* Over eager_max: invalid to a remote node, delivered on this one. */
+	/* Over eager_max: a rendezvous, which waits at the sender until a
+	 * receive matches, remotely and locally. */
 	H_EQ(sl_queue_open(cb, 6001, 16, &qb), 0);
 	H_EQ(sl_queue_open(c2, 6002, 16, &qr), 0);
 	H_EQ(sl_queue_open(c1, 6003, 16, &qp), 0);
 	msg_fill(big, 65537, 1, 1, 3);
-	cqe = g_send(e1, sl_queue_addr(qb), big, 65537, 5);
-	H_ASSERT(cqe.status == SL_ERR_INVALID, "65537 bytes remote: %s", sl_strerror(cqe.status));
-	expect_no_cqe(qb, 50);
+	H_EQ(sl_send(e1, sl_queue_addr(qb), 3, big, 65537, 5), 0);
+	expect_no_cqe(e1, 50);
+	expect_no_cqe(qb, 10);
+	rbig = sl_alloc(qb, 65537);
+	H_ASSERT(rbig, "sl_alloc");
+	H_EQ(sl_recv(qb, a1, 3, ~0ull, rbig, 65537, 4), 0);
+	wait_cqes(qb, &cqe, 1, 5000);
+	H_ASSERT(cqe.status == SL_OK && cqe.len == 65537 && addr_eq(cqe.peer, a1) &&
+		 cqe.user_ctx == 4, "remote rendezvous recv: %s len %llu",
+		 sl_strerror(cqe.status), (unsigned long long)cqe.len);
+	H_ASSERT(msg_check(rbig, 65537, 1, 1, 3), "remote rendezvous payload");
+	wait_cqes(e1, &cqe, 1, 5000);
+	H_ASSERT(cqe.status == SL_OK && cqe.user_ctx == 5 && cqe.len == 65537,
+		 "remote rendezvous send: %s", sl_strerror(cqe.status));
+	sl_free(qb, rbig);
 	rbig = sl_alloc(qr, 65537);
 	H_ASSERT(rbig, "sl_alloc");
 	H_EQ(sl_recv(qr, a1, 3, ~0ull, rbig, 65537, 6), 0);

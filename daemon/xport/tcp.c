@@ -7,6 +7,17 @@
  * blocks in write() (libfabric issue 5897: a writer stuck on a full socket
  * must not stop the reader).  Reads fill a buffer and hand up every whole
  * frame; a frame cut at any byte resumes on the next read.
+ *
+ * RDMA writes are WRITE frames on the same stream, so they keep RC order
+ * with the sends.  The target checks (rkey, raddr, len) against the
+ * transport's MR table before it places a byte, then reads the payload
+ * straight from the socket into the registered memory (no bounce copy).
+ * A bad key or range closes the connection, as a remote access error
+ * does to an RC QP.  Keys carry a generation, so a deregistered key never
+ * matches again even when its slot is reused.
+ *
+ * The SQ has three indices: completed <= written <= posted.  Without the
+ * completion-delay fault a WR completes as soon as it is written.
  */
 #include "autoconfig.h"
 
@@ -35,6 +46,7 @@
 
 struct tcp_wr {
 	uint64_t wr_id;
+	ev_tstamp done_at;	/* completion-delay fault: when to complete */
 	const uint8_t *payload;
 	uint32_t payload_len;
 	uint32_t hdr_len;
@@ -51,12 +63,23 @@ struct xport_conn {
 	void *ctx;
 	ev_io rw;
 	ev_io ww;
-	/* Send queue: free-running indices, power-of-two size. */
+	/* Send queue: free-running indices, power-of-two size (the ring) but
+	 * params.sq_depth WRs at most. */
 	struct tcp_wr *sq;
 	uint32_t sq_mask;
-	uint32_t sq_head;
-	uint32_t sq_tail;
-	size_t head_sent;	/* bytes of the head frame already written */
+	uint32_t sq_depth;
+	uint32_t sq_head;	/* next to complete */
+	uint32_t sq_sent;	/* next to write */
+	uint32_t sq_tail;	/* next free */
+	size_t head_sent;	/* bytes of the sq_sent frame already written */
+	ev_timer done_w;	/* completion-delay fault */
+	uint64_t posts;		/* fault injection: posts on this conn */
+	/* An RDMA write being placed: bytes still to read into wr_dst. */
+	uint8_t *wr_dst;
+	uint64_t wr_left;
+	uint32_t wr_rkey;
+	bool wr_has_imm;
+	uint32_t wr_imm;
 	/* Receive buffer: bytes [rx_off, rx_len) are unparsed. */
 	uint8_t *rx;
 	size_t rx_cap;
@@ -68,12 +91,28 @@ struct xport_conn {
 	char name[64];
 };
 
+/* One registration.  key = generation << TCP_KEY_IDX_BITS | (index + 1). */
+struct tcp_mr {
+	uint8_t *addr;
+	uint64_t len;
+	uint32_t key;		/* 0: free */
+	uint32_t next_free;	/* index + 1 of the next free slot, 0 = none */
+};
+
+#define TCP_KEY_IDX_BITS 21	/* max_mr <= 2^20 */
+
 struct tcp_xport {
 	struct xport base;
 	int listen_fd;
 	ev_io accept_w;
 	struct accept_pause pause;	/* accept() out of fds: back off */
 	LIST_HEAD(, xport_conn) conns;
+	struct tcp_mr *mrs;		/* params.max_mr slots */
+	uint32_t free_mr;		/* index + 1 of the first free slot */
+	uint32_t mr_used;		/* slots ever used (grow order) */
+	uint32_t mr_gen;
+	uint64_t reg_calls;
+	struct xport_stats st;
 };
 
 static struct tcp_xport *to_tcp(struct xport *x)
@@ -84,6 +123,7 @@ static struct tcp_xport *to_tcp(struct xport *x)
 static void tcp_io_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void tcp_close(struct xport_conn *c, int err);
 static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void done_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 static void conn_put(struct xport_conn *c)
 {
@@ -112,7 +152,7 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 
 	if (!c)
 		return NULL;
-	while (depth < x->base.sq_depth)
+	while (depth < x->base.params.sq_depth)
 		depth <<= 1;
 	c->sq = calloc(depth, sizeof(*c->sq));
 	c->rx = malloc(TCP_RX_INITIAL);
@@ -126,11 +166,14 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 	c->fd = fd;
 	c->state = st;
 	c->sq_mask = depth - 1;
+	c->sq_depth = x->base.params.sq_depth;
 	c->rx_cap = TCP_RX_INITIAL;
 	c->busy = 1;	/* the owner's reference, dropped at close */
 	ev_io_init(&c->rw, tcp_io_cb, fd, EV_READ);
 	ev_io_init(&c->ww, tcp_io_cb, fd, EV_WRITE);
 	ev_timer_init(&c->hello_w, hello_timeout_cb, XPORT_HELLO_TIMEOUT, 0.0);
+	ev_timer_init(&c->done_w, done_timer_cb, 0.0, 0.0);
+	c->done_w.data = c;
 	c->rw.data = c;
 	c->ww.data = c;
 	c->hello_w.data = c;
@@ -159,21 +202,50 @@ static void name_from_sockaddr(struct xport_conn *c, const struct sockaddr *sa)
 
 static uint32_t tcp_sq_space(const struct xport_conn *c)
 {
-	return c->sq_mask + 1 - (c->sq_tail - c->sq_head);
+	return c->sq_depth - (c->sq_tail - c->sq_head);
+}
+
+static uint32_t tcp_sq_outstanding(const struct xport_conn *c)
+{
+	return c->sq_tail - c->sq_head;
+}
+
+/* A free SQ slot, or NULL with the post's error: -ENOTCONN, or -ENOMEM
+ * when the SQ is full or the post-failure fault says so.  HELLO is spared
+ * the fault: it sets the connection up, it is not on the data path. */
+static struct tcp_wr *sq_reserve(struct xport_conn *c, bool may_fault, int *err)
+{
+	const struct xport_faults *fl = &c->x->base.params.faults;
+
+	if (c->state == TCP_CLOSED) {
+		*err = -ENOTCONN;
+		return NULL;
+	}
+	if (tcp_sq_space(c) == 0) {
+		c->x->st.post_enomem++;
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (may_fault && fl->post_enomem_every && ++c->posts % fl->post_enomem_every == 0) {
+		c->x->st.post_enomem++;
+		c->x->st.faults_injected++;
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return &c->sq[c->sq_tail & c->sq_mask];
 }
 
 static int tcp_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 {
 	struct tcp_wr *slot;
+	int err;
 
-	if (c->state == TCP_CLOSED)
-		return -ENOTCONN;
-	if (wr->hdr_len == 0 || wr->hdr_len > SL_WIRE_HDR_MAX ||
+	if (wr->hdr_len < 2 || wr->hdr_len > SL_WIRE_HDR_MAX ||
 	    (wr->payload_len && !wr->payload))
 		return -EINVAL;
-	if (tcp_sq_space(c) == 0)
-		return -ENOMEM;
-	slot = &c->sq[c->sq_tail & c->sq_mask];
+	slot = sq_reserve(c, ((const uint8_t *)wr->hdr)[1] != SL_WIRE_HELLO, &err);
+	if (!slot)
+		return err;
 	slot->wr_id = wr->wr_id;
 	slot->payload = wr->payload;
 	slot->payload_len = wr->payload_len;
@@ -183,7 +255,120 @@ static int tcp_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 	return 0;
 }
 
-/* Complete the @n frames at the SQ head with @status, in order.  Slots are
+/* The registration @key names, or NULL. */
+static const struct tcp_mr *mr_lookup(const struct tcp_xport *x, uint32_t key)
+{
+	uint32_t idx = key & ((1u << TCP_KEY_IDX_BITS) - 1);
+
+	if (idx == 0 || idx > x->mr_used || x->mrs[idx - 1].key != key)
+		return NULL;
+	return &x->mrs[idx - 1];
+}
+
+/* Is [addr, addr + len) inside @mr?  Overflow-safe. */
+static bool mr_covers(const struct tcp_mr *mr, uintptr_t addr, uint64_t len)
+{
+	uintptr_t base = (uintptr_t)mr->addr;
+
+	return addr >= base && addr - base <= mr->len && len <= mr->len - (addr - base);
+}
+
+static int tcp_post_write(struct xport_conn *c, const struct xport_write_wr *wr)
+{
+	struct sl_wire_frame f = { .type = SL_WIRE_WRITE };
+	struct tcp_wr *slot;
+	int err, n;
+
+	if (wr->len > SL_WIRE_PAYLOAD_MAX)
+		return -EINVAL;
+	if (wr->len) {
+		const struct tcp_mr *mr = mr_lookup(c->x, wr->lkey);
+
+		/* A local protection error, caught at post time. */
+		if (!mr || !mr_covers(mr, (uintptr_t)wr->laddr, wr->len))
+			return -EINVAL;
+	}
+	slot = sq_reserve(c, true, &err);
+	if (!slot)
+		return err;
+	f.payload_len = wr->len;
+	f.u.write.raddr = wr->raddr;
+	f.u.write.rkey = wr->rkey;
+	f.u.write.has_imm = wr->has_imm;
+	f.u.write.imm = wr->has_imm ? wr->imm : 0;
+	n = sl_wire_encode(&f, slot->hdr, sizeof(slot->hdr));
+	if (n < 0)
+		return n;
+	slot->wr_id = wr->wr_id;
+	slot->payload = wr->laddr;
+	slot->payload_len = wr->len;
+	slot->hdr_len = (uint32_t)n;
+	c->sq_tail++;
+	return 0;
+}
+
+/* ---- memory registration ---- */
+
+static int tcp_reg_mr(struct xport *xb, void *addr, uint64_t len, uint64_t *handle,
+		      uint32_t *lkey, uint32_t *rkey)
+{
+	struct tcp_xport *x = to_tcp(xb);
+	const struct xport_faults *fl = &xb->params.faults;
+	struct tcp_mr *mr;
+	uint32_t idx;
+
+	if (len == 0 || !addr)
+		return -EINVAL;
+	if (fl->reg_fail_after != UINT64_MAX && ++x->reg_calls > fl->reg_fail_after) {
+		x->st.reg_fails++;
+		x->st.faults_injected++;
+		return -ENOMEM;
+	}
+	if (x->free_mr) {
+		idx = x->free_mr - 1;
+		x->free_mr = x->mrs[idx].next_free;
+	} else if (x->mr_used < xb->params.max_mr) {
+		idx = x->mr_used++;
+	} else {
+		x->st.reg_fails++;
+		return -ENOMEM;	/* like a device out of MRs */
+	}
+	mr = &x->mrs[idx];
+	x->mr_gen = (x->mr_gen + 1) & ((1u << (32 - TCP_KEY_IDX_BITS)) - 1);
+	mr->addr = addr;
+	mr->len = len;
+	mr->key = (x->mr_gen << TCP_KEY_IDX_BITS) | (idx + 1);
+	mr->next_free = 0;
+	*handle = idx;
+	*lkey = *rkey = mr->key;
+	x->st.mrs++;
+	return 0;
+}
+
+static void tcp_dereg_mr(struct xport *xb, uint64_t handle)
+{
+	struct tcp_xport *x = to_tcp(xb);
+	struct tcp_mr *mr;
+
+	if (handle >= x->mr_used || x->mrs[handle].key == 0) {
+		log_err("tcp: dereg of unknown MR handle %llu", (unsigned long long)handle);
+		return;
+	}
+	mr = &x->mrs[handle];
+	mr->key = 0;
+	mr->addr = NULL;
+	mr->len = 0;
+	mr->next_free = x->free_mr;
+	x->free_mr = (uint32_t)handle + 1;
+	x->st.mrs--;
+}
+
+static void tcp_get_stats(const struct xport *xb, struct xport_stats *st)
+{
+	*st = to_tcp((struct xport *)xb)->st;
+}
+
+/* Complete the @n WRs at the SQ head with @status, in order.  Slots are
  * freed before each upcall so that the upcall may post again. */
 static void complete_head(struct xport_conn *c, uint32_t n, int status)
 {
@@ -193,8 +378,37 @@ static void complete_head(struct xport_conn *c, uint32_t n, int status)
 		uint64_t wr_id = c->sq[c->sq_head & c->sq_mask].wr_id;
 
 		c->sq_head++;
+		if (c->sq_sent - c->sq_head > c->sq_tail - c->sq_head)
+			c->sq_sent = c->sq_head;	/* flushed before written */
 		up->send_done(c, c->ctx, wr_id, status);
 	}
+}
+
+/* Complete written WRs whose delay is over; re-arm for the rest. */
+static void complete_due(struct xport_conn *c)
+{
+	ev_tstamp now = ev_now(c->x->base.loop);
+	uint32_t n = 0;
+
+	while (c->sq_head + n != c->sq_sent &&
+	       c->sq[(c->sq_head + n) & c->sq_mask].done_at <= now)
+		n++;
+	complete_head(c, n, 0);
+	if (c->state != TCP_CLOSED && c->sq_head != c->sq_sent && !ev_is_active(&c->done_w)) {
+		ev_timer_set(&c->done_w, c->sq[c->sq_head & c->sq_mask].done_at - now, 0.0);
+		ev_timer_start(c->x->base.loop, &c->done_w);
+	}
+}
+
+static void done_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct xport_conn *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	c->busy++;
+	complete_due(c);
+	conn_put(c);
 }
 
 /* Returns 0 when the SQ is empty, -EAGAIN when the socket is full, or
@@ -202,7 +416,8 @@ static void complete_head(struct xport_conn *c, uint32_t n, int status)
 static int write_batch(struct xport_conn *c)
 {
 	struct iovec iov[2 * TCP_IOV_BATCH];
-	uint32_t n = c->sq_tail - c->sq_head, i, done = 0;
+	uint32_t n = c->sq_tail - c->sq_sent, i, done = 0;
+	uint32_t delay_us = c->x->base.params.faults.delay_completions_us;
 	int iovcnt = 0;
 	size_t skip = c->head_sent;
 	ssize_t w;
@@ -212,7 +427,7 @@ static int write_batch(struct xport_conn *c)
 	if (n > TCP_IOV_BATCH)
 		n = TCP_IOV_BATCH;
 	for (i = 0; i < n; i++) {
-		struct tcp_wr *wr = &c->sq[(c->sq_head + i) & c->sq_mask];
+		struct tcp_wr *wr = &c->sq[(c->sq_sent + i) & c->sq_mask];
 
 		if (skip < wr->hdr_len) {
 			iov[iovcnt].iov_base = wr->hdr + skip;
@@ -240,18 +455,23 @@ static int write_batch(struct xport_conn *c)
 		size_t left = (size_t)w + c->head_sent;
 
 		for (i = 0; i < n; i++) {
-			struct tcp_wr *wr = &c->sq[(c->sq_head + i) & c->sq_mask];
+			struct tcp_wr *wr = &c->sq[(c->sq_sent + i) & c->sq_mask];
 			size_t flen = (size_t)wr->hdr_len + wr->payload_len;
 
 			if (left < flen)
 				break;
 			left -= flen;
+			wr->done_at = ev_now(c->x->base.loop) + delay_us * 1e-6;
 			done++;
 		}
 		c->head_sent = left;
+		c->sq_sent += done;
 	}
 	c->busy++;
-	complete_head(c, done, 0);
+	if (delay_us)
+		complete_due(c);
+	else
+		complete_head(c, c->sq_sent - c->sq_head, 0);
 	conn_put(c);
 	return c->state == TCP_CLOSED ? -ECONNRESET : (done ? 1 : -EAGAIN);
 }
@@ -279,6 +499,52 @@ static void tcp_flush(struct xport_conn *c)
 
 /* ---- receive side ---- */
 
+/* The RDMA write being placed is complete: its immediate, if any. */
+static int write_placed(struct xport_conn *c)
+{
+	c->wr_dst = NULL;
+	c->x->st.writes_rx++;
+	if (!c->wr_has_imm)
+		return 0;
+	c->wr_has_imm = false;
+	return c->x->base.up->write_imm(c, c->ctx, c->wr_imm);
+}
+
+/*
+ * A WRITE header arrived with @avail payload bytes behind it in the
+ * buffer.  Check it against the MR table, place what is here, and leave
+ * the rest to be read straight into place.  Returns 0 or -errno.
+ */
+static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
+		       const uint8_t *payload, size_t avail)
+{
+	const struct tcp_mr *mr = NULL;
+	size_t n = avail < f->payload_len ? avail : f->payload_len;
+
+	if (!c->ctx)
+		return -EPROTO;	/* no link attached: nobody may write */
+	if (f->payload_len) {
+		mr = mr_lookup(c->x, f->u.write.rkey);
+		if (!mr || !mr_covers(mr, (uintptr_t)f->u.write.raddr, f->payload_len)) {
+			c->x->st.access_errors++;
+			log_warn("tcp: %s: remote access error: rkey %08x addr %#llx len %u",
+				 c->name, f->u.write.rkey,
+				 (unsigned long long)f->u.write.raddr, f->payload_len);
+			return -EACCES;
+		}
+	}
+	c->wr_dst = (uint8_t *)(uintptr_t)f->u.write.raddr;
+	c->wr_left = f->payload_len;
+	c->wr_rkey = f->u.write.rkey;
+	c->wr_has_imm = f->u.write.has_imm;
+	c->wr_imm = f->u.write.imm;
+	if (n)
+		memcpy(c->wr_dst, payload, n);
+	c->wr_dst += n;
+	c->wr_left -= n;
+	return c->wr_left ? 0 : write_placed(c);
+}
+
 /* Hand up every whole frame in the buffer.  Returns 0 or -errno. */
 static int parse_frames(struct xport_conn *c)
 {
@@ -297,6 +563,15 @@ static int parse_frames(struct xport_conn *c)
 		}
 		if (rc < 0)
 			break;
+		if (f.type == SL_WIRE_WRITE) {
+			size_t avail = c->rx_len - off - f.hdr_len;
+
+			rc = write_begin(c, &f, c->rx + off + f.hdr_len, avail);
+			off += f.hdr_len + (avail < f.payload_len ? avail : f.payload_len);
+			if (rc < 0 || c->wr_left)
+				break;
+			continue;
+		}
 		if (f.payload_len > c->rx_max) {
 			/* Refuse before buffering: an anonymous peer must not
 			 * make us hold 16 MiB per connection. */
@@ -337,12 +612,68 @@ static int parse_frames(struct xport_conn *c)
 	return rc;
 }
 
+/* Read the rest of an RDMA write straight into place.  Returns bytes
+ * read (> 0), 0 at EOF, -EAGAIN, or -errno. */
+static ssize_t read_write_payload(struct xport_conn *c)
+{
+	const struct tcp_mr *mr = mr_lookup(c->x, c->wr_rkey);
+	ssize_t r;
+	int rc;
+
+	/* Deregistered while the write was on its way: the memory may be
+	 * gone, so this is an access error, not a place to write. */
+	if (!mr || !mr_covers(mr, (uintptr_t)c->wr_dst, c->wr_left)) {
+		c->x->st.access_errors++;
+		return -EACCES;
+	}
+	r = read(c->fd, c->wr_dst, c->wr_left);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	c->wr_dst += r;
+	c->wr_left -= (uint64_t)r;
+	if (r > 0 && c->wr_left == 0 && (rc = write_placed(c)) < 0)
+		return rc;
+	return r;
+}
+
 static void tcp_read(struct xport_conn *c)
 {
 	int i, rc;
 
 	for (i = 0; i < TCP_READS_PER_EVENT && c->state == TCP_UP; i++) {
-		ssize_t r = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+		ssize_t r;
+
+		if (c->wr_left) {
+			r = read_write_payload(c);
+			if (r == -EAGAIN)
+				return;
+			if (r < 0) {
+				if (c->state != TCP_CLOSED) {
+					log_warn("tcp: %s: write placement: %s", c->name,
+						 strerror((int)-r));
+					tcp_close(c, (int)r);
+				}
+				return;
+			}
+			if (r == 0) {
+				log_info("tcp: %s: closed by peer", c->name);
+				tcp_close(c, -ECONNRESET);
+				return;
+			}
+			if (c->wr_left)
+				continue;
+			/* Frames may already wait in the buffer behind it. */
+			rc = parse_frames(c);
+			if (rc < 0) {
+				if (c->state != TCP_CLOSED) {
+					log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
+					tcp_close(c, rc);
+				}
+				return;
+			}
+			continue;
+		}
+		r = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -423,6 +754,8 @@ static void tcp_close(struct xport_conn *c, int err)
 	ev_io_stop(loop, &c->rw);
 	ev_io_stop(loop, &c->ww);
 	ev_timer_stop(loop, &c->hello_w);
+	ev_timer_stop(loop, &c->done_w);
+	c->wr_left = 0;
 	if (c->fd >= 0 && close(c->fd) < 0)
 		log_warn("tcp: %s: close: %m", c->name);
 	c->fd = -1;
@@ -627,6 +960,10 @@ static void tcp_destroy(struct xport *xb)
 			free(c);
 		}
 	}
+	if (x->st.mrs)
+		log_warn("tcp: %llu memory registrations still live at destroy",
+			 (unsigned long long)x->st.mrs);
+	free(x->mrs);
 	free(x);
 }
 
@@ -635,8 +972,13 @@ static const struct xport_ops tcp_ops = {
 	.listen = tcp_listen,
 	.connect = tcp_connect,
 	.post_send = tcp_post_send,
+	.post_write = tcp_post_write,
 	.flush = tcp_flush,
 	.sq_space = tcp_sq_space,
+	.sq_outstanding = tcp_sq_outstanding,
+	.reg_mr = tcp_reg_mr,
+	.dereg_mr = tcp_dereg_mr,
+	.get_stats = tcp_get_stats,
 	.set_ctx = tcp_set_ctx,
 	.set_rx_limit = tcp_set_rx_limit,
 	.close = tcp_close,
@@ -645,17 +987,30 @@ static const struct xport_ops tcp_ops = {
 };
 
 struct xport *xport_tcp_create(struct ev_loop *loop, const struct xport_upcalls *up,
-			       void *ctx, uint32_t sq_depth)
+			       void *ctx, const struct xport_params *params)
 {
-	struct tcp_xport *x = calloc(1, sizeof(*x));
+	struct tcp_xport *x;
 
+	if (params->sq_depth < 2 || params->max_mr < 1 ||
+	    params->max_mr > (1u << (TCP_KEY_IDX_BITS - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;
+	/* Slots are touched only as they are used, so a large max_mr costs
+	 * address space, not memory. */
+	x->mrs = calloc(params->max_mr, sizeof(*x->mrs));
+	if (!x->mrs) {
+		free(x);
+		return NULL;
+	}
 	x->base.ops = &tcp_ops;
 	x->base.loop = loop;
 	x->base.up = up;
 	x->base.ctx = ctx;
-	x->base.sq_depth = sq_depth ? sq_depth : 1024;
+	x->base.params = *params;
 	x->listen_fd = -1;
 	LIST_INIT(&x->conns);
 	return &x->base;

@@ -10,9 +10,18 @@
  *     bounded send queue and returns -ENOMEM when it is full, like
  *     ibv_post_send(); nothing is written until flush() (batching: many
  *     frames of many clients leave in one writev()).
- *   - Each posted frame gets exactly one send completion, with a status:
+ *   - post_write() is an RDMA write from a registered local range (lkey)
+ *     to a registered remote one (rkey, raddr), optionally with a 32-bit
+ *     immediate that the remote side sees as a write_imm() upcall once
+ *     the data is in place (IBV_WR_RDMA_WRITE_WITH_IMM).  It takes an SQ
+ *     slot like a send.  Writes and sends on a connection are executed
+ *     in posting order (RC ordering).
+ *   - Each posted WR gets exactly one send completion, with a status:
  *     0 when its bytes have left the daemon, or -ECONNRESET when the
  *     connection broke first (flush error, like IBV_WC_WR_FLUSH_ERR).
+ *   - reg_mr()/dereg_mr() register daemon memory with the transport (the
+ *     protection domain): a write whose rkey or range is not registered
+ *     breaks the connection at the target (IBV_WC_REM_ACCESS_ERR on RC).
  *   - Received frames are handed up whole and already validated by
  *     sl_wire_decode_hdr(); the payload pointer is valid only during the
  *     upcall.
@@ -25,6 +34,7 @@
 #ifndef SLD_XPORT_H
 #define SLD_XPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <ev.h>
 
@@ -47,6 +57,10 @@ struct xport_upcalls {
 	/* One received frame; return 0, or -EPROTO to break the connection. */
 	int (*recv)(struct xport *x, struct xport_conn *c, void *ctx,
 		    const struct sl_wire_frame *f, const uint8_t *payload);
+	/* An RDMA write with immediate @imm has placed all its data (and
+	 * every write posted before it on the connection).  Return 0, or
+	 * -EPROTO to break the connection. */
+	int (*write_imm)(struct xport_conn *c, void *ctx, uint32_t imm);
 	/* The connection broke or was closed by the peer; every posted frame
 	 * has already had its send completion.  The conn is freed after. */
 	void (*closed)(struct xport_conn *c, void *ctx, int err);
@@ -58,6 +72,40 @@ struct xport_send_wr {
 	uint32_t hdr_len;	/* bytes, <= SL_WIRE_HDR_MAX */
 	const void *payload;	/* must stay valid until send_done */
 	uint32_t payload_len;	/* bytes */
+};
+
+struct xport_write_wr {
+	uint64_t wr_id;
+	const void *laddr;	/* local source, inside the lkey's region */
+	uint32_t lkey;
+	uint32_t len;		/* bytes, <= SL_WIRE_PAYLOAD_MAX; 0 allowed */
+	uint64_t raddr;		/* remote destination, the peer's RTR value */
+	uint32_t rkey;
+	bool has_imm;
+	uint32_t imm;
+};
+
+/* Fault injection (tcp only; all zero / CONFIG_FAULT_OFF = off). */
+struct xport_faults {
+	uint32_t post_enomem_every;	/* every Nth post per conn fails -ENOMEM */
+	uint64_t reg_fail_after;	/* reg_mr calls after the first N fail */
+	uint32_t delay_completions_us;	/* send completions this much later */
+};
+
+struct xport_params {
+	uint32_t sq_depth;		/* WRs per connection SQ */
+	uint32_t max_mr;		/* live registrations */
+	struct xport_faults faults;
+};
+
+/* Counters of a transport, for stats. */
+struct xport_stats {
+	uint64_t mrs;			/* live registrations now */
+	uint64_t reg_fails;		/* reg_mr calls that failed */
+	uint64_t post_enomem;		/* posts refused with -ENOMEM (SQ full) */
+	uint64_t faults_injected;	/* of those and reg_fails, injected */
+	uint64_t writes_rx;		/* RDMA writes placed */
+	uint64_t access_errors;		/* writes refused: bad rkey or range */
 };
 
 struct xport_ops {
@@ -73,8 +121,21 @@ struct xport_ops {
 	int (*post_send)(struct xport_conn *c, const struct xport_send_wr *wr);
 	/* Write what was posted, without blocking.  Completions follow. */
 	void (*flush)(struct xport_conn *c);
-	/* Free slots in the SQ. */
+	/* Queue an RDMA write.  Returns 0, -ENOMEM when the SQ is full,
+	 * -EINVAL for a bad wr (len too large, laddr..len outside the lkey's
+	 * region), -ENOTCONN when the conn is broken. */
+	int (*post_write)(struct xport_conn *c, const struct xport_write_wr *wr);
+	/* Free slots in the SQ, and posted WRs not yet completed. */
 	uint32_t (*sq_space)(const struct xport_conn *c);
+	uint32_t (*sq_outstanding)(const struct xport_conn *c);
+	/* Register [addr, addr + len) for local and remote-write access.
+	 * Returns 0 with *handle, *lkey, *rkey set; -ENOMEM when the MR
+	 * table (max_mr) or the device is out of room, -EINVAL (len 0). */
+	int (*reg_mr)(struct xport *x, void *addr, uint64_t len, uint64_t *handle,
+		      uint32_t *lkey, uint32_t *rkey);
+	/* Deregister; the keys are dead at once.  Never fails. */
+	void (*dereg_mr)(struct xport *x, uint64_t handle);
+	void (*get_stats)(const struct xport *x, struct xport_stats *st);
 	/* Attach the link; an accepted conn must get one within
 	 * XPORT_HELLO_TIMEOUT or it is closed. */
 	void (*set_ctx)(struct xport_conn *c, void *ctx);
@@ -94,7 +155,7 @@ struct xport {
 	struct ev_loop *loop;
 	const struct xport_upcalls *up;
 	void *ctx;		/* the daemon */
-	uint32_t sq_depth;	/* frames per connection SQ */
+	struct xport_params params;
 };
 
 /*
@@ -102,6 +163,6 @@ struct xport {
  * Returns a transport or NULL (errno set).
  */
 struct xport *xport_tcp_create(struct ev_loop *loop, const struct xport_upcalls *up,
-			       void *ctx, uint32_t sq_depth);
+			       void *ctx, const struct xport_params *params);
 
 #endif
