@@ -71,6 +71,10 @@ static void list_unlink(struct link *l, struct link_frame *f)
 		l->n_writes--;
 		f->in_writes = false;
 	}
+	if (f->in_reap) {
+		TAILQ_REMOVE(&l->reap, f, wlink);
+		f->in_reap = false;
+	}
 }
 
 /*
@@ -536,6 +540,13 @@ void link_flush_all(struct daemon *d, bool force_ack)
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 
+		struct link_frame *f;
+
+		while ((f = TAILQ_FIRST(&l->reap))) {
+			TAILQ_REMOVE(&l->reap, f, wlink);
+			f->in_reap = false;
+			send_try_finish(l, f);	/* else at its last completion */
+		}
 		if (l->state != LINK_UP)
 			continue;
 		link_post_backlog(l, force_ack);
@@ -574,6 +585,12 @@ static void send_reg_failed(struct link *l, struct link_frame *f, int err)
 	send_decide(l, f, status);
 }
 
+/*
+ * A waiting source registration is settled.  This runs inside the cache
+ * (a put, a cancel, an expiry), possibly while a caller walks this link's
+ * lists, so a failure only decides the send and parks it on the reap
+ * list; the next pass finishes it.
+ */
 static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 {
 	struct link_frame *f = arg;
@@ -581,7 +598,16 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 
 	f->reg_waiting = false;
 	if (err) {
-		send_reg_failed(l, f, err);
+		int status = rcache_status(err, false);
+
+		link_queue_fin(l, f->recv_id, (uint32_t)status);
+		if (!f->decided) {
+			f->decided = true;
+			f->status = status;
+		}
+		f->in_reap = true;
+		TAILQ_INSERT_TAIL(&l->reap, f, wlink);
+		daemon_kick(l->d);
 		return;
 	}
 	f->mr = mr;
@@ -782,6 +808,33 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 	return 0;
 }
 
+/* Take every request of this link out of the registration queue.  A
+ * cancel may serve other waiters, whose callbacks may end operations, so
+ * each walk starts again from the head; the link is down, so no new
+ * request of it can be queued meanwhile. */
+static void cancel_reg_waits(struct link *l)
+{
+	struct link_frame *f;
+	struct rndv_recv *rr;
+
+again_tx:
+	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
+		if (f->reg_waiting) {
+			f->reg_waiting = false;
+			rcache_cancel(l->d->rc, &f->req);
+			goto again_tx;
+		}
+	}
+again_rx:
+	TAILQ_FOREACH(rr, &l->rndv_rx, link) {
+		if (rr->reg_waiting) {
+			rr->reg_waiting = false;
+			rcache_cancel(l->d->rc, &rr->req);
+			goto again_rx;
+		}
+	}
+}
+
 /* Every receiving rendezvous of a link that went down gives its receive
  * back: the sender has failed the send. */
 static void fail_rndv_rx(struct link *l)
@@ -818,6 +871,10 @@ static void link_went_down(struct link *l, int err)
 	l->state = LINK_DOWN;
 	l->down_since = ev_now(l->d->loop);
 	ev_timer_stop(l->d->loop, &l->retry_w);
+	/* First out of the registration queue: a registration freed below
+	 * must not call back into a frame of this link while we walk its
+	 * lists. */
+	cancel_reg_waits(l);
 	/* The transport has completed every WR (flush errors) before
 	 * closed(), so nothing is posted any more.  Frames that reached it
 	 * may or may not have arrived; until retransmission lands they fail,
@@ -1214,6 +1271,7 @@ int link_setup_all(struct daemon *d)
 		TAILQ_INIT(&l->rndv_tx);
 		TAILQ_INIT(&l->writes);
 		TAILQ_INIT(&l->rndv_rx);
+		TAILQ_INIT(&l->reap);
 		ev_timer_init(&l->retry_w, retry_cb, 0.0, 0.0);
 		l->retry_w.data = l;
 		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);

@@ -61,12 +61,13 @@ enum frame_list { FL_NONE, FL_BACKLOG, FL_UNACKED };
 struct link_frame {
 	TAILQ_ENTRY(link_frame) link;	/* backlog or unacked */
 	TAILQ_ENTRY(link_frame) rlink;	/* rndv_tx: rendezvous under way */
-	TAILQ_ENTRY(link_frame) wlink;	/* writes: RDMA write to post */
+	TAILQ_ENTRY(link_frame) wlink;	/* writes: RDMA write to post; or
+					 * reap: failed inside a callback */
 	uint8_t type;		/* enum sl_wire_type; SL_WIRE_EAGER for a send
 				 * until it is posted as an RTS */
 	uint8_t where;		/* enum frame_list */
 	bool decided;		/* the completion status is known */
-	bool in_rndv, in_writes;
+	bool in_rndv, in_writes, in_reap;
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
 	uint32_t wrs;		/* posted WRs naming this frame */
@@ -147,6 +148,7 @@ struct link {
 	 * (wlink), and rendezvous receives. */
 	struct link_frame_list rndv_tx;
 	struct link_frame_list writes;
+	struct link_frame_list reap;	/* decided in a callback, to finish */
 	struct rndv_recv_list rndv_rx;
 	uint32_t n_rndv_tx, n_writes, n_rndv_rx;
 	uint64_t next_send_id;
