@@ -43,6 +43,7 @@
 #define TCP_IOV_BATCH 64		/* frames per writev() */
 #define TCP_RX_INITIAL (256u << 10)	/* bytes */
 #define TCP_READS_PER_EVENT 8		/* bounded work per wake-up */
+#define TCP_DIRECT_MIN (64u << 10)	/* writes worth a header-only read after */
 
 struct tcp_wr {
 	uint64_t wr_id;
@@ -77,6 +78,8 @@ struct xport_conn {
 	/* An RDMA write being placed: bytes still to read into wr_dst. */
 	uint8_t *wr_dst;
 	uint64_t wr_left;
+	uint64_t wr_len;	/* its whole length */
+	bool expect_write;	/* the last frame was a large write */
 	uint32_t wr_rkey;
 	bool wr_has_imm;
 	uint32_t wr_imm;
@@ -502,6 +505,7 @@ static void tcp_flush(struct xport_conn *c)
 /* The RDMA write being placed is complete: its immediate, if any. */
 static int write_placed(struct xport_conn *c)
 {
+	c->expect_write = c->wr_len >= TCP_DIRECT_MIN;
 	c->wr_dst = NULL;
 	c->x->st.writes_rx++;
 	if (!c->wr_has_imm)
@@ -535,6 +539,7 @@ static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 	}
 	c->wr_dst = (uint8_t *)(uintptr_t)f->u.write.raddr;
 	c->wr_left = f->payload_len;
+	c->wr_len = f->payload_len;
 	c->wr_rkey = f->u.write.rkey;
 	c->wr_has_imm = f->u.write.has_imm;
 	c->wr_imm = f->u.write.imm;
@@ -638,6 +643,8 @@ static ssize_t read_write_payload(struct xport_conn *c)
 
 static void tcp_read(struct xport_conn *c)
 {
+	bool header_only;
+	size_t want;
 	int i, rc;
 
 	for (i = 0; i < TCP_READS_PER_EVENT && c->state == TCP_UP; i++) {
@@ -673,7 +680,15 @@ static void tcp_read(struct xport_conn *c)
 			}
 			continue;
 		}
-		r = read(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len);
+		want = c->rx_cap - c->rx_len;
+		/* Writes come in trains: read just the next header, so that
+		 * a following WRITE's payload goes straight into place
+		 * instead of through the buffer and a memcpy. */
+		header_only = c->expect_write && c->rx_len < SL_WIRE_WRITE_LEN;
+		if (header_only)
+			want = SL_WIRE_WRITE_LEN - c->rx_len;
+		c->expect_write = false;
+		r = read(c->fd, c->rx + c->rx_len, want);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -696,7 +711,7 @@ static void tcp_read(struct xport_conn *c)
 			}
 			return;
 		}
-		if (c->rx_len < c->rx_cap && (size_t)r < c->rx_cap / 2)
+		if (!header_only && c->rx_len < c->rx_cap && (size_t)r < c->rx_cap / 2)
 			return;	/* socket drained */
 	}
 }
