@@ -212,8 +212,9 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
  * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a data
  * frame or non-zero on a control frame, a bad NAK status or nak_seq 0, a
- * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY), or -ENOSPC when @cap is
- * too small.  Thread-safe (no state).
+ * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any rendezvous or
+ * WRITE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
+ * @cap is too small.  Thread-safe (no state).
  */
 int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
 
@@ -232,7 +233,10 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
- * has_imm not 0/1 or an imm without has_imm.  Bytes after the frame are not looked at.  Never reads past @buf + @len.  Thread-safe.
+ * has_imm not 0/1 or an imm without has_imm.  Bytes after the frame are
+ * not looked at.  Never reads past @buf + @len.  Thread-safe.  The wire
+ * cannot check everything: a receiver checks an RTR's len against its
+ * message, and a WRITE's (raddr, payload_len) against its MR table.
  */
 int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f);
 

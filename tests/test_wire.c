@@ -27,8 +27,71 @@
 
 static const uint8_t all_types[] = {
 	SL_WIRE_HELLO, SL_WIRE_EAGER, SL_WIRE_ACK, SL_WIRE_NAK,
+	SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN, SL_WIRE_WRITE,
 };
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
+
+/* The types that carry a payload. */
+static const uint8_t payload_types[] = { SL_WIRE_EAGER, SL_WIRE_WRITE };
+#define N_PAYLOAD_TYPES (sizeof(payload_types) / sizeof(payload_types[0]))
+
+/*
+ * The documented properties of each type, written out here rather than
+ * taken from wire.c, so that the tests check the code against sl_wire.h.
+ */
+static uint32_t spec_hdr_len(uint8_t type)
+{
+	switch (type) {
+	case SL_WIRE_HELLO:
+		return 64;
+	case SL_WIRE_EAGER:
+		return 56;
+	case SL_WIRE_ACK:
+		return 32;
+	case SL_WIRE_NAK:
+		return 48;
+	case SL_WIRE_RTS:
+		return 72;
+	case SL_WIRE_RTR:
+		return 72;
+	case SL_WIRE_FIN:
+		return 48;
+	case SL_WIRE_WRITE:
+		return 56;
+	default:
+		return 0;
+	}
+}
+
+/* Data frames are sequenced (seq >= 1); all others carry seq 0. */
+static int spec_is_data(uint8_t type)
+{
+	return type == SL_WIRE_EAGER || type == SL_WIRE_RTS;
+}
+
+static int spec_has_payload(uint8_t type)
+{
+	return type == SL_WIRE_EAGER || type == SL_WIRE_WRITE;
+}
+
+/* A NAK or error status: SL_NAK_* 1..2, SL_ERR_* 16..22. */
+static int spec_nak_status(uint32_t s)
+{
+	return (s >= 1 && s <= 2) || (s >= 16 && s <= 22);
+}
+
+static const uint32_t nak_statuses[] = {
+	SL_NAK_BUSY, SL_NAK_RECEIVER_FULL, SL_ERR_NO_ENDPOINT,
+	SL_ERR_TRUNCATED, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
+	SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS,
+};
+#define N_NAK_STATUSES (sizeof(nak_statuses) / sizeof(nak_statuses[0]))
+
+/* Neither 0 nor a NAK/error status; the high bytes matter too. */
+static const uint32_t bad_statuses[] = {
+	3, 15, 23, 0x100, 0x101, 0x10001, 0x01000010u, 0x80000000u, UINT32_MAX,
+};
+#define N_BAD_STATUSES (sizeof(bad_statuses) / sizeof(bad_statuses[0]))
 
 /*
  * Bytes placed at the very end of a readable page, followed by a PROT_NONE
@@ -89,6 +152,34 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.nak.nak_seq = 0x6162636465666768ull;
 		f.u.nak.status = SL_NAK_RECEIVER_FULL;
 		break;
+	case SL_WIRE_RTS:
+		f.seq = 0x1112131415161718ull;
+		f.u.rts.src_port = 0x21222324u;
+		f.u.rts.dst_port = 0x31323334u;
+		f.u.rts.tag = 0x4142434445464748ull;
+		f.u.rts.dst_node = 0x51525354u;
+		f.u.rts.msg_len = 0x3a3b3c3dull;	/* <= SL_WIRE_RNDV_MAX */
+		f.u.rts.send_id = 0x7172737475767778ull;
+		break;
+	case SL_WIRE_RTR:
+		f.u.rtr.send_id = 0x8182838485868788ull;
+		f.u.rtr.raddr = 0x9192939495969798ull;
+		f.u.rtr.len = 0x2a2b2c2dull;		/* <= SL_WIRE_RNDV_MAX */
+		f.u.rtr.rkey = 0xa1a2a3a4u;
+		f.u.rtr.recv_id = 0xb1b2b3b4u;
+		f.u.rtr.status = SL_OK;
+		break;
+	case SL_WIRE_FIN:
+		f.u.fin.recv_id = 0xc1c2c3c4u;
+		f.u.fin.status = SL_ERR_ACCESS;
+		break;
+	case SL_WIRE_WRITE:
+		f.payload_len = 7;
+		f.u.write.raddr = 0xd1d2d3d4d5d6d7d8ull;
+		f.u.write.rkey = 0xe1e2e3e4u;
+		f.u.write.has_imm = 1;
+		f.u.write.imm = 0xf1f2f3f4u;
+		break;
 	default:
 		break;
 	}
@@ -117,8 +208,32 @@ static int frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_NAK:
 		return a->u.nak.nak_seq == b->u.nak.nak_seq &&
 		       a->u.nak.status == b->u.nak.status;
-	default:
+	case SL_WIRE_RTS:
+		return a->u.rts.src_port == b->u.rts.src_port &&
+		       a->u.rts.dst_port == b->u.rts.dst_port &&
+		       a->u.rts.tag == b->u.rts.tag &&
+		       a->u.rts.dst_node == b->u.rts.dst_node &&
+		       a->u.rts.msg_len == b->u.rts.msg_len &&
+		       a->u.rts.send_id == b->u.rts.send_id;
+	case SL_WIRE_RTR:
+		return a->u.rtr.send_id == b->u.rtr.send_id &&
+		       a->u.rtr.raddr == b->u.rtr.raddr &&
+		       a->u.rtr.len == b->u.rtr.len &&
+		       a->u.rtr.rkey == b->u.rtr.rkey &&
+		       a->u.rtr.recv_id == b->u.rtr.recv_id &&
+		       a->u.rtr.status == b->u.rtr.status;
+	case SL_WIRE_FIN:
+		return a->u.fin.recv_id == b->u.fin.recv_id &&
+		       a->u.fin.status == b->u.fin.status;
+	case SL_WIRE_WRITE:
+		return a->u.write.raddr == b->u.write.raddr &&
+		       a->u.write.rkey == b->u.write.rkey &&
+		       a->u.write.has_imm == b->u.write.has_imm &&
+		       a->u.write.imm == b->u.write.imm;
+	case SL_WIRE_ACK:
 		return 1;
+	default:
+		return 0;
 	}
 }
 
@@ -147,6 +262,32 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_NAK:
 		ck_assert_uint_eq(a->u.nak.nak_seq, b->u.nak.nak_seq);
 		ck_assert_uint_eq(a->u.nak.status, b->u.nak.status);
+		break;
+	case SL_WIRE_RTS:
+		ck_assert_uint_eq(a->u.rts.src_port, b->u.rts.src_port);
+		ck_assert_uint_eq(a->u.rts.dst_port, b->u.rts.dst_port);
+		ck_assert_uint_eq(a->u.rts.tag, b->u.rts.tag);
+		ck_assert_uint_eq(a->u.rts.dst_node, b->u.rts.dst_node);
+		ck_assert_uint_eq(a->u.rts.msg_len, b->u.rts.msg_len);
+		ck_assert_uint_eq(a->u.rts.send_id, b->u.rts.send_id);
+		break;
+	case SL_WIRE_RTR:
+		ck_assert_uint_eq(a->u.rtr.send_id, b->u.rtr.send_id);
+		ck_assert_uint_eq(a->u.rtr.raddr, b->u.rtr.raddr);
+		ck_assert_uint_eq(a->u.rtr.len, b->u.rtr.len);
+		ck_assert_uint_eq(a->u.rtr.rkey, b->u.rtr.rkey);
+		ck_assert_uint_eq(a->u.rtr.recv_id, b->u.rtr.recv_id);
+		ck_assert_uint_eq(a->u.rtr.status, b->u.rtr.status);
+		break;
+	case SL_WIRE_FIN:
+		ck_assert_uint_eq(a->u.fin.recv_id, b->u.fin.recv_id);
+		ck_assert_uint_eq(a->u.fin.status, b->u.fin.status);
+		break;
+	case SL_WIRE_WRITE:
+		ck_assert_uint_eq(a->u.write.raddr, b->u.write.raddr);
+		ck_assert_uint_eq(a->u.write.rkey, b->u.write.rkey);
+		ck_assert_uint_eq(a->u.write.has_imm, b->u.write.has_imm);
+		ck_assert_uint_eq(a->u.write.imm, b->u.write.imm);
 		break;
 	default:
 		break;
@@ -196,6 +337,252 @@ static void expect_ok(const uint8_t *buf, size_t len)
 	ck_assert_int_gt(sl_wire_decode(g, len, &f), 0);
 }
 
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static uint64_t get_le(const uint8_t *p, int width)
+{
+	uint64_t v = 0;
+
+	for (int i = width - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/*
+ * The test's own encoder, straight from the layouts in sl_wire.h and with
+ * no validation at all: it produces the bytes of frames that sl_wire_encode()
+ * refuses, for the decoder to reject.  Returns the header length.
+ */
+static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
+{
+	uint32_t hlen = spec_hdr_len(f->type);
+
+	ck_assert_uint_ne(hlen, 0);
+	memset(p, 0, hlen);
+	p[0] = 1;
+	p[1] = f->type;
+	put_le16(p + 2, f->flags);
+	put_le32(p + 4, hlen);
+	put_le32(p + 8, f->payload_len);
+	put_le64(p + 16, f->seq);
+	put_le64(p + 24, f->ack);
+	switch (f->type) {
+	case SL_WIRE_HELLO:
+		put_le32(p + 32, f->u.hello.node_id);
+		put_le32(p + 36, f->u.hello.eager_max);
+		put_le64(p + 40, f->u.hello.incarnation);
+		put_le64(p + 48, f->u.hello.last_rx_seq);
+		break;
+	case SL_WIRE_EAGER:
+		put_le32(p + 32, f->u.eager.src_port);
+		put_le32(p + 36, f->u.eager.dst_port);
+		put_le64(p + 40, f->u.eager.tag);
+		put_le32(p + 48, f->u.eager.dst_node);
+		break;
+	case SL_WIRE_NAK:
+		put_le64(p + 32, f->u.nak.nak_seq);
+		put_le32(p + 40, f->u.nak.status);
+		break;
+	case SL_WIRE_RTS:
+		put_le32(p + 32, f->u.rts.src_port);
+		put_le32(p + 36, f->u.rts.dst_port);
+		put_le64(p + 40, f->u.rts.tag);
+		put_le32(p + 48, f->u.rts.dst_node);
+		put_le64(p + 56, f->u.rts.msg_len);
+		put_le64(p + 64, f->u.rts.send_id);
+		break;
+	case SL_WIRE_RTR:
+		put_le64(p + 32, f->u.rtr.send_id);
+		put_le64(p + 40, f->u.rtr.raddr);
+		put_le64(p + 48, f->u.rtr.len);
+		put_le32(p + 56, f->u.rtr.rkey);
+		put_le32(p + 60, f->u.rtr.recv_id);
+		put_le32(p + 64, f->u.rtr.status);
+		break;
+	case SL_WIRE_FIN:
+		put_le32(p + 32, f->u.fin.recv_id);
+		put_le32(p + 36, f->u.fin.status);
+		break;
+	case SL_WIRE_WRITE:
+		put_le64(p + 32, f->u.write.raddr);
+		put_le32(p + 40, f->u.write.rkey);
+		put_le32(p + 44, f->u.write.has_imm);
+		put_le32(p + 48, f->u.write.imm);
+		break;
+	default:
+		break;
+	}
+	return hlen;
+}
+
+/* Payloads up to this size are placed in full behind a guarded header. */
+#define SMALL_PAYLOAD 64
+
+/*
+ * @f is a valid frame: sl_wire_encode() writes exactly the documented bytes,
+ * and both decoders give @f back, from a buffer that ends at the guard page.
+ */
+static void expect_valid(const struct sl_wire_frame *f)
+{
+	uint8_t buf[SL_WIRE_HDR_MAX + SMALL_PAYLOAD], want[SL_WIRE_HDR_MAX];
+	struct sl_wire_frame in = *f, out;
+	size_t hlen = raw_encode(f, want);
+	const uint8_t *g;
+	int rc;
+
+	in.hdr_len = 0xdeadu;	/* ignored on encode */
+	memset(buf, 0xff, sizeof(buf));
+	rc = sl_wire_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(rc, (int)hlen);
+	ck_assert_mem_eq(buf, want, hlen);
+	ck_assert_uint_eq(buf[hlen], 0xff);
+	in.hdr_len = (uint32_t)hlen;
+
+	g = guarded(buf, hlen);
+	memset(&out, 0xee, sizeof(out));
+	ck_assert_int_eq(sl_wire_decode_hdr(g, hlen, &out), rc);
+	assert_frames_equal(&in, &out);
+	if (in.payload_len <= SMALL_PAYLOAD) {
+		memset(buf + hlen, 0x5a, in.payload_len);
+		g = guarded(buf, hlen + in.payload_len);
+		memset(&out, 0xee, sizeof(out));
+		ck_assert_int_eq(sl_wire_decode(g, hlen + in.payload_len, &out), rc);
+		assert_frames_equal(&in, &out);
+	}
+	if (in.payload_len > 0)
+		ck_assert_int_eq(sl_wire_decode(guarded(buf, hlen), hlen, &out),
+				 -EMSGSIZE);
+}
+
+/*
+ * @f breaks a rule: sl_wire_encode() refuses it (before looking at the
+ * capacity), and both decoders refuse its bytes, with or without payload.
+ */
+static void expect_invalid(const struct sl_wire_frame *f)
+{
+	uint8_t buf[SL_WIRE_HDR_MAX + SMALL_PAYLOAD];
+	size_t hlen;
+
+	memset(buf, 0xaa, sizeof(buf));
+	ck_assert_int_eq(sl_wire_encode(f, buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(sl_wire_encode(f, buf, 0), -EINVAL);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		ck_assert_uint_eq(buf[i], 0xaa);
+
+	hlen = raw_encode(f, buf);
+	expect_eproto(buf, hlen);
+	if (f->payload_len > 0 && f->payload_len <= SMALL_PAYLOAD) {
+		memset(buf + hlen, 0, f->payload_len);
+		expect_eproto(buf, hlen + f->payload_len);
+	}
+}
+
+/*
+ * The test's own validator: 1 when the @len bytes at @p (a prefix of a
+ * header, or a whole one) already break a rule of sl_wire.h, whatever
+ * bytes follow.  Only the rules whose bytes are all present are applied.
+ */
+static int ref_prefix_bad(const uint8_t *p, size_t len)
+{
+#define HAVE(off, w) (len >= (size_t)(off) + (w))
+	uint8_t type;
+	uint32_t hlen;
+
+	if (len >= 1 && p[0] != 1)
+		return 1;
+	if (len < 2)
+		return 0;
+	type = p[1];
+	hlen = spec_hdr_len(type);
+	if (hlen == 0)
+		return 1;
+	if (HAVE(2, 2) && get_le(p + 2, 2) != 0)
+		return 1;
+	if (HAVE(4, 4) && get_le(p + 4, 4) != hlen)
+		return 1;
+	if (HAVE(8, 4)) {
+		uint64_t pl = get_le(p + 8, 4);
+
+		if (pl > SL_WIRE_PAYLOAD_MAX || (pl != 0 && !spec_has_payload(type)))
+			return 1;
+	}
+	if (HAVE(12, 4) && get_le(p + 12, 4) != 0)
+		return 1;
+	if (HAVE(16, 8) && (spec_is_data(type) ? get_le(p + 16, 8) == 0 :
+			     get_le(p + 16, 8) != 0))
+		return 1;
+	switch (type) {
+	case SL_WIRE_HELLO:
+		if (HAVE(32, 4) && (get_le(p + 32, 4) == SL_NODE_LOCAL ||
+				    get_le(p + 32, 4) == SL_NODE_ANY))
+			return 1;
+		if (HAVE(56, 8) && get_le(p + 56, 8) != 0)
+			return 1;
+		break;
+	case SL_WIRE_EAGER:
+		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
+			return 1;
+		break;
+	case SL_WIRE_NAK:
+		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
+			return 1;
+		if (HAVE(40, 4) && !spec_nak_status((uint32_t)get_le(p + 40, 4)))
+			return 1;
+		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
+			return 1;
+		break;
+	case SL_WIRE_RTS:
+		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
+			return 1;
+		if (HAVE(56, 8) && (get_le(p + 56, 8) == 0 ||
+				    get_le(p + 56, 8) > SL_WIRE_RNDV_MAX))
+			return 1;
+		if (HAVE(64, 8) && get_le(p + 64, 8) == 0)
+			return 1;
+		break;
+	case SL_WIRE_RTR:
+		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
+			return 1;
+		if (HAVE(64, 4) && get_le(p + 64, 4) != 0 &&
+		    !spec_nak_status((uint32_t)get_le(p + 64, 4)))
+			return 1;
+		if (HAVE(68, 4) && get_le(p + 68, 4) != 0)
+			return 1;
+		if (HAVE(64, 4) && get_le(p + 64, 4) == 0) {
+			if (get_le(p + 60, 4) == 0)
+				return 1;
+			if (get_le(p + 48, 8) > SL_WIRE_RNDV_MAX)
+				return 1;
+		}
+		break;
+	case SL_WIRE_FIN:
+		if (HAVE(32, 4) && get_le(p + 32, 4) == 0)
+			return 1;
+		if (HAVE(36, 4) && get_le(p + 36, 4) != 0 &&
+		    !spec_nak_status((uint32_t)get_le(p + 36, 4)))
+			return 1;
+		if (HAVE(40, 8) && get_le(p + 40, 8) != 0)
+			return 1;
+		break;
+	case SL_WIRE_WRITE:
+		if (HAVE(44, 4) && get_le(p + 44, 4) > 1)
+			return 1;
+		if (HAVE(48, 4) && get_le(p + 44, 4) == 0 && get_le(p + 48, 4) != 0)
+			return 1;
+		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
+			return 1;
+		break;
+	default:
+		break;
+	}
+	return 0;
+#undef HAVE
+}
+
 /* ------------------------------------------------------------------ */
 
 START_TEST(test_hdr_len)
@@ -204,11 +591,40 @@ START_TEST(test_hdr_len)
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_EAGER), SL_WIRE_EAGER_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_ACK), SL_WIRE_ACK_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_NAK), SL_WIRE_NAK_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_RTS), SL_WIRE_RTS_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_RTR), SL_WIRE_RTR_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_FIN), SL_WIRE_FIN_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_WRITE), SL_WIRE_WRITE_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(0), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(9), 0);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_TYPE_MAX + 1), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(255), 0);
-	for (size_t i = 0; i < N_TYPES; i++)
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 8);
+	ck_assert_uint_eq(N_TYPES, SL_WIRE_TYPE_MAX);
+	/* Every type byte: exactly 1..8 are known, with the documented
+	 * lengths, and the largest is SL_WIRE_HDR_MAX. */
+	uint32_t max = 0;
+	for (unsigned t = 0; t < 256; t++) {
+		uint32_t h = sl_wire_hdr_len((uint8_t)t);
+
+		ck_assert_uint_eq(h, spec_hdr_len((uint8_t)t));
+		ck_assert_int_eq(h != 0, t >= 1 && t <= SL_WIRE_TYPE_MAX);
+		if (h > max)
+			max = h;
+	}
+	ck_assert_uint_eq(max, SL_WIRE_HDR_MAX);
+	for (size_t i = 0; i < N_TYPES; i++) {
 		ck_assert_uint_le(sl_wire_hdr_len(all_types[i]), SL_WIRE_HDR_MAX);
+		ck_assert_uint_ge(sl_wire_hdr_len(all_types[i]), SL_WIRE_COMMON_LEN);
+		ck_assert_uint_eq(sl_wire_hdr_len(all_types[i]) % 8, 0);
+	}
+	ck_assert_uint_eq(SL_WIRE_RNDV_MAX, SL_MSG_MAX);
+	for (size_t i = 0, n = 0; i < N_TYPES; i++) {
+		if (!spec_has_payload(all_types[i]))
+			continue;
+		ck_assert_uint_lt(n, N_PAYLOAD_TYPES);
+		ck_assert_uint_eq(payload_types[n++], all_types[i]);
+	}
 }
 END_TEST
 
@@ -265,19 +681,102 @@ START_TEST(test_round_trip_extremes)
 	assert_frames_equal(&in, &out);
 
 	/* Every valid NAK status survives the trip. */
-	static const uint32_t st[] = {
-		SL_NAK_BUSY, SL_NAK_RECEIVER_FULL, SL_ERR_NO_ENDPOINT,
-		SL_ERR_TRUNCATED, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
-		SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS,
-	};
-	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
 		in = make_frame(SL_WIRE_NAK);
-		in.u.nak.status = st[i];
+		in.u.nak.status = nak_statuses[i];
 		rc = sl_wire_encode(&in, buf, sizeof(buf));
 		ck_assert_int_eq(rc, (int)SL_WIRE_NAK_LEN);
 		ck_assert_int_eq(sl_wire_decode(buf, (size_t)rc, &out), rc);
-		ck_assert_uint_eq(out.u.nak.status, st[i]);
+		ck_assert_uint_eq(out.u.nak.status, nak_statuses[i]);
 	}
+}
+END_TEST
+
+/* Every field of the rendezvous frames at its largest, then its smallest
+ * valid value. */
+START_TEST(test_round_trip_extremes_rndv)
+{
+	struct sl_wire_frame f;
+
+	f = make_frame(SL_WIRE_RTS);
+	f.seq = UINT64_MAX;
+	f.ack = UINT64_MAX;
+	f.u.rts.src_port = UINT32_MAX;
+	f.u.rts.dst_port = UINT32_MAX;
+	f.u.rts.tag = UINT64_MAX;
+	f.u.rts.dst_node = UINT32_MAX;
+	f.u.rts.msg_len = SL_WIRE_RNDV_MAX;
+	f.u.rts.send_id = UINT64_MAX;
+	expect_valid(&f);
+	memset(&f.u, 0, sizeof(f.u));
+	f.seq = 1;
+	f.ack = 0;
+	f.u.rts.msg_len = 1;
+	f.u.rts.send_id = 1;
+	expect_valid(&f);
+
+	f = make_frame(SL_WIRE_RTR);
+	f.ack = UINT64_MAX;
+	f.u.rtr.send_id = UINT64_MAX;
+	f.u.rtr.raddr = UINT64_MAX;
+	f.u.rtr.len = SL_WIRE_RNDV_MAX;
+	f.u.rtr.rkey = UINT32_MAX;
+	f.u.rtr.recv_id = UINT32_MAX;
+	f.u.rtr.status = SL_OK;
+	expect_valid(&f);
+	memset(&f.u, 0, sizeof(f.u));
+	f.ack = 0;
+	f.u.rtr.send_id = 1;
+	f.u.rtr.recv_id = 1;
+	expect_valid(&f);	/* raddr, len, rkey 0 */
+	/* A refusal: any status, and recv_id, len and the rest unchecked. */
+	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
+		f = make_frame(SL_WIRE_RTR);
+		f.u.rtr.status = nak_statuses[i];
+		expect_valid(&f);
+		f.u.rtr.send_id = UINT64_MAX;
+		f.u.rtr.raddr = UINT64_MAX;
+		f.u.rtr.len = UINT64_MAX;
+		f.u.rtr.rkey = UINT32_MAX;
+		f.u.rtr.recv_id = UINT32_MAX;
+		expect_valid(&f);
+		f.u.rtr.send_id = 1;
+		f.u.rtr.raddr = 0;
+		f.u.rtr.len = 0;
+		f.u.rtr.rkey = 0;
+		f.u.rtr.recv_id = 0;
+		expect_valid(&f);
+	}
+
+	f = make_frame(SL_WIRE_FIN);
+	f.ack = UINT64_MAX;
+	f.u.fin.recv_id = UINT32_MAX;
+	f.u.fin.status = SL_OK;
+	expect_valid(&f);
+	f.ack = 0;
+	f.u.fin.recv_id = 1;
+	expect_valid(&f);
+	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
+		f.u.fin.status = nak_statuses[i];
+		f.u.fin.recv_id = (i & 1) ? 1 : UINT32_MAX;
+		expect_valid(&f);
+	}
+
+	f = make_frame(SL_WIRE_WRITE);
+	f.ack = UINT64_MAX;
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	f.u.write.raddr = UINT64_MAX;
+	f.u.write.rkey = UINT32_MAX;
+	f.u.write.has_imm = 1;
+	f.u.write.imm = UINT32_MAX;
+	expect_valid(&f);
+	memset(&f.u, 0, sizeof(f.u));
+	f.ack = 0;
+	f.payload_len = 0;
+	expect_valid(&f);	/* no immediate, empty write */
+	f.payload_len = 1;
+	f.u.write.has_imm = 1;
+	expect_valid(&f);	/* an immediate of 0 is still an immediate */
 }
 END_TEST
 
@@ -319,6 +818,179 @@ START_TEST(test_exact_bytes_eager)
 	ck_assert_uint_eq(buf[23], 0x11);
 	/* Nothing written past the header. */
 	ck_assert_uint_eq(buf[SL_WIRE_EAGER_LEN], 0xff);
+}
+END_TEST
+
+/*
+ * make_frame(@type) encodes to exactly @want (over a buffer of 0xff, so the
+ * reserved fields are shown cleared and nothing past the header written),
+ * and @want decodes back to it.
+ */
+static void check_golden(uint8_t type, const uint8_t *want, size_t n)
+{
+	struct sl_wire_frame f = make_frame(type), out;
+	uint8_t buf[SL_WIRE_HDR_MAX + 16];
+	const uint8_t *g;
+
+	ck_assert_uint_eq(n, spec_hdr_len(type));
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)n);
+	ck_assert_mem_eq(buf, want, n);
+	for (size_t i = n; i < sizeof(buf); i++)
+		ck_assert_uint_eq(buf[i], 0xff);
+
+	f.hdr_len = (uint32_t)n;
+	g = guarded(want, n);
+	memset(&out, 0xee, sizeof(out));
+	ck_assert_int_eq(sl_wire_decode_hdr(g, n, &out), (int)n);
+	assert_frames_equal(&f, &out);
+	memcpy(buf, want, n);
+	memset(buf + n, 0x33, f.payload_len);
+	g = guarded(buf, n + f.payload_len);
+	memset(&out, 0xee, sizeof(out));
+	ck_assert_int_eq(sl_wire_decode(g, n + f.payload_len, &out), (int)n);
+	assert_frames_equal(&f, &out);
+}
+
+START_TEST(test_exact_bytes_rts)
+{
+	static const uint8_t want[SL_WIRE_RTS_LEN] = {
+		/* 0 version, type 5, flags */
+		0x01, 0x05, 0x00, 0x00,
+		/* 4 hdr_len = 72 */
+		0x48, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq */
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 src_port */
+		0x24, 0x23, 0x22, 0x21,
+		/* 36 dst_port */
+		0x34, 0x33, 0x32, 0x31,
+		/* 40 tag */
+		0x48, 0x47, 0x46, 0x45, 0x44, 0x43, 0x42, 0x41,
+		/* 48 dst_node */
+		0x54, 0x53, 0x52, 0x51,
+		/* 52 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 56 msg_len */
+		0x3d, 0x3c, 0x3b, 0x3a, 0x00, 0x00, 0x00, 0x00,
+		/* 64 send_id */
+		0x78, 0x77, 0x76, 0x75, 0x74, 0x73, 0x72, 0x71,
+	};
+
+	check_golden(SL_WIRE_RTS, want, sizeof(want));
+}
+END_TEST
+
+START_TEST(test_exact_bytes_rtr)
+{
+	static const uint8_t want[SL_WIRE_RTR_LEN] = {
+		/* 0 version, type 6, flags */
+		0x01, 0x06, 0x00, 0x00,
+		/* 4 hdr_len = 72 */
+		0x48, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: control frame */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 send_id */
+		0x88, 0x87, 0x86, 0x85, 0x84, 0x83, 0x82, 0x81,
+		/* 40 raddr */
+		0x98, 0x97, 0x96, 0x95, 0x94, 0x93, 0x92, 0x91,
+		/* 48 len */
+		0x2d, 0x2c, 0x2b, 0x2a, 0x00, 0x00, 0x00, 0x00,
+		/* 56 rkey */
+		0xa4, 0xa3, 0xa2, 0xa1,
+		/* 60 recv_id */
+		0xb4, 0xb3, 0xb2, 0xb1,
+		/* 64 status = SL_OK */
+		0x00, 0x00, 0x00, 0x00,
+		/* 68 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	struct sl_wire_frame f = make_frame(SL_WIRE_RTR);
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
+
+	check_golden(SL_WIRE_RTR, want, sizeof(want));
+
+	/* The status field, with a value whose bytes are all non-zero. */
+	f.u.rtr.status = 0x01000010u;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.u.rtr.status = SL_ERR_PEER_RESTARTED;
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_RTR_LEN);
+	ck_assert_mem_eq(buf, want, 64);
+	ck_assert_uint_eq(buf[64], SL_ERR_PEER_RESTARTED);
+	for (int i = 65; i < 72; i++)
+		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_uint_eq(buf[72], 0xff);
+}
+END_TEST
+
+START_TEST(test_exact_bytes_fin)
+{
+	static const uint8_t want[SL_WIRE_FIN_LEN] = {
+		/* 0 version, type 7, flags */
+		0x01, 0x07, 0x00, 0x00,
+		/* 4 hdr_len = 48 */
+		0x30, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: control frame */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 recv_id */
+		0xc4, 0xc3, 0xc2, 0xc1,
+		/* 36 status = SL_ERR_ACCESS (22) */
+		0x16, 0x00, 0x00, 0x00,
+		/* 40 rsvd */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+
+	check_golden(SL_WIRE_FIN, want, sizeof(want));
+}
+END_TEST
+
+START_TEST(test_exact_bytes_write)
+{
+	static const uint8_t want[SL_WIRE_WRITE_LEN] = {
+		/* 0 version, type 8, flags */
+		0x01, 0x08, 0x00, 0x00,
+		/* 4 hdr_len = 56 */
+		0x38, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 7 */
+		0x07, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: not a data frame */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 raddr */
+		0xd8, 0xd7, 0xd6, 0xd5, 0xd4, 0xd3, 0xd2, 0xd1,
+		/* 40 rkey */
+		0xe4, 0xe3, 0xe2, 0xe1,
+		/* 44 has_imm */
+		0x01, 0x00, 0x00, 0x00,
+		/* 48 imm */
+		0xf4, 0xf3, 0xf2, 0xf1,
+		/* 52 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+
+	check_golden(SL_WIRE_WRITE, want, sizeof(want));
 }
 END_TEST
 
@@ -386,7 +1058,9 @@ END_TEST
 
 START_TEST(test_bad_type)
 {
-	static const uint8_t types[] = { 0, 9, 10, 128, 255 };
+	static const uint8_t types[] = {
+		0, SL_WIRE_TYPE_MAX + 1, 10, 128, 255,
+	};
 	uint8_t buf[128];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
@@ -412,7 +1086,9 @@ START_TEST(test_bad_hdr_len)
 			0, 1, hlen - 1, hlen + 1, hlen + 8, SL_WIRE_COMMON_LEN - 1,
 			SL_WIRE_HDR_MAX + 8, UINT32_MAX, 0x80000000u,
 			SL_WIRE_HELLO_LEN, SL_WIRE_EAGER_LEN, SL_WIRE_ACK_LEN,
-			SL_WIRE_NAK_LEN,
+			SL_WIRE_NAK_LEN, SL_WIRE_RTS_LEN, SL_WIRE_RTR_LEN,
+			SL_WIRE_FIN_LEN, SL_WIRE_WRITE_LEN, hlen | 0x100,
+			hlen | 0x01000000u,
 		};
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -480,7 +1156,24 @@ START_TEST(test_bad_rsvd)
 			rs = 44;
 			re = 48;
 			break;
+		case SL_WIRE_RTS:
+			rs = 52;
+			re = 56;
+			break;
+		case SL_WIRE_RTR:
+			rs = 68;
+			re = 72;
+			break;
+		case SL_WIRE_FIN:
+			rs = 40;
+			re = 48;
+			break;
+		case SL_WIRE_WRITE:
+			rs = 52;
+			re = 56;
+			break;
 		default:
+			ck_assert_uint_eq(type, SL_WIRE_ACK);	/* no type header */
 			continue;
 		}
 		for (size_t b = rs; b < re; b++) {
@@ -502,33 +1195,43 @@ START_TEST(test_bad_payload_len)
 	size_t len;
 	const uint8_t *g;
 
-	/* Over the maximum on the one type that may carry payload. */
-	len = encode_valid(SL_WIRE_EAGER, buf, sizeof(buf));
-	put_le32(buf + 8, SL_WIRE_PAYLOAD_MAX + 1);
-	expect_eproto(buf, len);
-	put_le32(buf + 8, UINT32_MAX);
-	expect_eproto(buf, len);
-	put_le32(buf + 8, 0x80000000u);
-	expect_eproto(buf, len);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		uint8_t type = all_types[t];
+		uint32_t hlen = spec_hdr_len(type);
 
-	/* Exactly the maximum is a valid header; the datagram is short. */
-	put_le32(buf + 8, SL_WIRE_PAYLOAD_MAX);
-	g = guarded(buf, SL_WIRE_EAGER_LEN);
-	ck_assert_int_eq(sl_wire_decode_hdr(g, SL_WIRE_EAGER_LEN, &f),
-			 (int)SL_WIRE_EAGER_LEN);
-	ck_assert_uint_eq(f.payload_len, SL_WIRE_PAYLOAD_MAX);
-	ck_assert_int_eq(sl_wire_decode(g, SL_WIRE_EAGER_LEN, &f), -EMSGSIZE);
+		if (!spec_has_payload(type))
+			continue;
+		/* Over the maximum on a type that may carry payload. */
+		len = encode_valid(type, buf, sizeof(buf));
+		put_le32(buf + 8, SL_WIRE_PAYLOAD_MAX + 1);
+		expect_eproto(buf, len);
+		put_le32(buf + 8, UINT32_MAX);
+		expect_eproto(buf, len);
+		put_le32(buf + 8, 0x80000000u);
+		expect_eproto(buf, len);
+		put_le32(buf + 8, SL_WIRE_PAYLOAD_MAX << 1);
+		expect_eproto(buf, len);
 
-	/* An empty eager message is fine. */
-	len = encode_valid(SL_WIRE_EAGER, buf, sizeof(buf));
-	put_le32(buf + 8, 0);
-	expect_ok(buf, SL_WIRE_EAGER_LEN);
+		/* Exactly the maximum is a valid header; the datagram is short. */
+		put_le32(buf + 8, SL_WIRE_PAYLOAD_MAX);
+		g = guarded(buf, hlen);
+		ck_assert_int_eq(sl_wire_decode_hdr(g, hlen, &f), (int)hlen);
+		ck_assert_uint_eq(f.payload_len, SL_WIRE_PAYLOAD_MAX);
+		ck_assert_int_eq(sl_wire_decode(g, hlen, &f), -EMSGSIZE);
+
+		/* An empty message or write is fine. */
+		len = encode_valid(type, buf, sizeof(buf));
+		put_le32(buf + 8, 0);
+		expect_ok(buf, hlen);
+	}
 
 	/* Any payload on a type that has none. */
 	for (size_t t = 0; t < N_TYPES; t++) {
-		static const uint32_t pl[] = { 1, 8, SL_WIRE_PAYLOAD_MAX, UINT32_MAX };
+		static const uint32_t pl[] = {
+			1, 8, 0x100, SL_WIRE_PAYLOAD_MAX, UINT32_MAX,
+		};
 
-		if (all_types[t] == SL_WIRE_EAGER)
+		if (spec_has_payload(all_types[t]))
 			continue;
 		for (size_t i = 0; i < sizeof(pl) / sizeof(pl[0]); i++) {
 			len = encode_valid(all_types[t], buf, sizeof(buf));
@@ -548,16 +1251,28 @@ START_TEST(test_bad_seq)
 	uint8_t buf[128];
 	size_t len;
 
-	len = encode_valid(SL_WIRE_EAGER, buf, sizeof(buf));
-	put_le64(buf + 16, 0);
-	expect_eproto(buf, len);
-	put_le64(buf + 16, 1);
-	expect_ok(buf, len);
-
+	/* Data frames: seq from 1, any bit of all 64 counts. */
 	for (size_t t = 0; t < N_TYPES; t++) {
-		static const uint64_t seqs[] = { 1, 0x100, 1ull << 63, UINT64_MAX };
+		static const uint64_t seqs[] = { 1, 0x100, 1ull << 32, 1ull << 63,
+						 UINT64_MAX };
 
-		if (all_types[t] == SL_WIRE_EAGER)
+		if (!spec_is_data(all_types[t]))
+			continue;
+		len = encode_valid(all_types[t], buf, sizeof(buf));
+		put_le64(buf + 16, 0);
+		expect_eproto(buf, len);
+		for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+			put_le64(buf + 16, seqs[i]);
+			expect_ok(buf, len);
+		}
+	}
+
+	/* Control and transport frames: seq 0 only. */
+	for (size_t t = 0; t < N_TYPES; t++) {
+		static const uint64_t seqs[] = { 1, 0x100, 1ull << 32, 1ull << 63,
+						 UINT64_MAX };
+
+		if (spec_is_data(all_types[t]))
 			continue;
 		for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
 			len = encode_valid(all_types[t], buf, sizeof(buf));
@@ -642,13 +1357,15 @@ END_TEST
 
 START_TEST(test_length_beyond_buffer)
 {
-	struct sl_wire_frame in = make_frame(SL_WIRE_EAGER), out;
+	uint8_t type = payload_types[_i];
+	struct sl_wire_frame in = make_frame(type), out;
 	uint8_t buf[SL_WIRE_HDR_MAX + 64];
 	int rc;
 
+	ck_assert(spec_has_payload(type));
 	in.payload_len = 40;
 	rc = sl_wire_encode(&in, buf, sizeof(buf));
-	ck_assert_int_eq(rc, (int)SL_WIRE_EAGER_LEN);
+	ck_assert_int_eq(rc, (int)spec_hdr_len(type));
 	memset(buf + rc, 0x77, in.payload_len);
 	for (size_t len = (size_t)rc; len < (size_t)rc + in.payload_len; len++) {
 		const uint8_t *g = guarded(buf, len);
@@ -686,36 +1403,52 @@ START_TEST(test_encode_errors)
 
 	/* -EINVAL: payload on a type that has none. */
 	for (size_t t = 0; t < N_TYPES; t++) {
-		if (all_types[t] == SL_WIRE_EAGER)
+		if (spec_has_payload(all_types[t]))
 			continue;
 		f = make_frame(all_types[t]);
 		f.payload_len = 1;
-		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+		expect_invalid(&f);
+		f.payload_len = SL_WIRE_PAYLOAD_MAX;
+		expect_invalid(&f);
 	}
 
 	/* -EINVAL: unknown types. */
 	f = make_frame(SL_WIRE_ACK);
 	f.type = 0;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
-	f.type = 9;
+	f.type = SL_WIRE_TYPE_MAX + 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = 255;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 
 	/* -EINVAL: payload over the maximum. */
-	f = make_frame(SL_WIRE_EAGER);
-	f.payload_len = SL_WIRE_PAYLOAD_MAX + 1;
-	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
-	f.payload_len = SL_WIRE_PAYLOAD_MAX;
-	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_EAGER_LEN);
-
-	/* -EINVAL: seq on a control frame. */
 	for (size_t t = 0; t < N_TYPES; t++) {
-		if (all_types[t] == SL_WIRE_EAGER)
+		if (!spec_has_payload(all_types[t]))
+			continue;
+		f = make_frame(all_types[t]);
+		f.payload_len = SL_WIRE_PAYLOAD_MAX + 1;
+		expect_invalid(&f);
+		f.payload_len = UINT32_MAX;
+		expect_invalid(&f);
+		f.payload_len = SL_WIRE_PAYLOAD_MAX;
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+				 (int)spec_hdr_len(all_types[t]));
+	}
+
+	/* -EINVAL: seq on a control or transport frame, non-zero flags. */
+	for (size_t t = 0; t < N_TYPES; t++) {
+		f = make_frame(all_types[t]);
+		f.flags = 1;
+		expect_invalid(&f);
+		f.flags = 0x8000;
+		expect_invalid(&f);
+		if (spec_is_data(all_types[t]))
 			continue;
 		f = make_frame(all_types[t]);
 		f.seq = 1;
-		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+		expect_invalid(&f);
+		f.seq = UINT64_MAX;
+		expect_invalid(&f);
 	}
 
 	/*
@@ -725,6 +1458,9 @@ START_TEST(test_encode_errors)
 	f = make_frame(SL_WIRE_EAGER);
 	f.seq = 0;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_RTS);
+	f.seq = 0;
+	expect_invalid(&f);
 	f = make_frame(SL_WIRE_HELLO);
 	f.flags = 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
@@ -738,6 +1474,289 @@ START_TEST(test_encode_errors)
 	f = make_frame(SL_WIRE_ACK);
 	f.payload_len = 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, 0), -EINVAL);
+}
+END_TEST
+
+/*
+ * RTS: msg_len 1..SL_WIRE_RNDV_MAX, send_id not 0, a data frame without
+ * payload.  Each rule both ways: the encoder refuses the frame, the
+ * decoders its bytes.
+ */
+START_TEST(test_rts_rules)
+{
+	static const uint64_t bad_len[] = {
+		0, SL_WIRE_RNDV_MAX + 1, SL_WIRE_RNDV_MAX << 1, 1ull << 32,
+		(1ull << 32) | 1, (1ull << 56) | 1, 1ull << 63, UINT64_MAX,
+	};
+	static const uint64_t good_len[] = {
+		1, 2, 0xff, 0x100, SL_WIRE_RNDV_MAX - 1, SL_WIRE_RNDV_MAX,
+	};
+	struct sl_wire_frame f;
+
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
+		f = make_frame(SL_WIRE_RTS);
+		f.u.rts.msg_len = bad_len[i];
+		expect_invalid(&f);
+	}
+	for (size_t i = 0; i < sizeof(good_len) / sizeof(good_len[0]); i++) {
+		f = make_frame(SL_WIRE_RTS);
+		f.u.rts.msg_len = good_len[i];
+		expect_valid(&f);
+	}
+
+	f = make_frame(SL_WIRE_RTS);
+	f.u.rts.send_id = 0;
+	expect_invalid(&f);
+	f.u.rts.msg_len = 0;
+	expect_invalid(&f);
+	f.u.rts.send_id = 1;
+	f.u.rts.msg_len = 1;
+	expect_valid(&f);
+	f.u.rts.send_id = 1ull << 63;
+	expect_valid(&f);
+
+	/* No payload: the message waits at the sender. */
+	f = make_frame(SL_WIRE_RTS);
+	f.payload_len = 1;
+	expect_invalid(&f);
+	f.payload_len = 8;
+	expect_invalid(&f);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	expect_invalid(&f);
+
+	/* Sequenced like EAGER. */
+	f = make_frame(SL_WIRE_RTS);
+	f.seq = 0;
+	expect_invalid(&f);
+	f.seq = 1;
+	expect_valid(&f);
+}
+END_TEST
+
+/*
+ * RTR: send_id not 0; status 0 or a NAK/error; when 0 (a grant), recv_id
+ * not 0 and len <= SL_WIRE_RNDV_MAX; when not (a refusal), those are not
+ * checked.  A control frame without payload.
+ */
+START_TEST(test_rtr_rules)
+{
+	static const uint64_t bad_len[] = {
+		SL_WIRE_RNDV_MAX + 1, 1ull << 32, (1ull << 56) | 1, 1ull << 63,
+		UINT64_MAX,
+	};
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+
+	/* send_id 0, on a grant and on a refusal alike. */
+	f = make_frame(SL_WIRE_RTR);
+	f.u.rtr.send_id = 0;
+	expect_invalid(&f);
+	f.u.rtr.status = SL_NAK_BUSY;
+	expect_invalid(&f);
+	f.u.rtr.status = SL_ERR_ACCESS;
+	f.u.rtr.recv_id = 0;
+	expect_invalid(&f);
+
+	/* Bad status, whatever else the frame holds. */
+	for (size_t i = 0; i < N_BAD_STATUSES; i++) {
+		f = make_frame(SL_WIRE_RTR);
+		f.u.rtr.status = bad_statuses[i];
+		expect_invalid(&f);
+		f.u.rtr.recv_id = 0;
+		f.u.rtr.len = UINT64_MAX;
+		expect_invalid(&f);
+	}
+	/* Every status byte: 0 and the NAK/error statuses only. */
+	for (uint32_t st = 0; st < 256; st++) {
+		size_t len = encode_valid(SL_WIRE_RTR, buf, sizeof(buf));
+
+		put_le32(buf + 64, st);
+		if (st == 0 || spec_nak_status(st))
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+
+	/* A grant names the receive and stays within a message. */
+	f = make_frame(SL_WIRE_RTR);
+	f.u.rtr.recv_id = 0;
+	expect_invalid(&f);
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
+		f = make_frame(SL_WIRE_RTR);
+		f.u.rtr.len = bad_len[i];
+		expect_invalid(&f);
+	}
+	f = make_frame(SL_WIRE_RTR);
+	f.u.rtr.len = SL_WIRE_RNDV_MAX;
+	expect_valid(&f);
+	f.u.rtr.len = 0;
+	expect_valid(&f);
+
+	/* A refusal is accepted with recv_id 0 and any len. */
+	for (size_t s = 0; s < N_NAK_STATUSES; s++) {
+		f = make_frame(SL_WIRE_RTR);
+		f.u.rtr.status = nak_statuses[s];
+		f.u.rtr.recv_id = 0;
+		expect_valid(&f);
+		for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
+			f.u.rtr.len = bad_len[i];
+			expect_valid(&f);
+		}
+	}
+
+	/* A control frame: no payload, no seq. */
+	f = make_frame(SL_WIRE_RTR);
+	f.payload_len = 1;
+	expect_invalid(&f);
+	f.payload_len = 8;
+	expect_invalid(&f);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	expect_invalid(&f);
+	f.u.rtr.status = SL_NAK_BUSY;	/* a refusal carries nothing either */
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_RTR);
+	f.seq = 1;
+	expect_invalid(&f);
+	f.u.rtr.status = SL_NAK_BUSY;
+	expect_invalid(&f);
+}
+END_TEST
+
+/* FIN: recv_id not 0, status 0 or a NAK/error; control, no payload. */
+START_TEST(test_fin_rules)
+{
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+
+	f = make_frame(SL_WIRE_FIN);
+	f.u.fin.recv_id = 0;
+	expect_invalid(&f);
+	f.u.fin.status = SL_OK;
+	expect_invalid(&f);
+	f.u.fin.recv_id = 1;
+	expect_valid(&f);
+
+	for (size_t i = 0; i < N_BAD_STATUSES; i++) {
+		f = make_frame(SL_WIRE_FIN);
+		f.u.fin.status = bad_statuses[i];
+		expect_invalid(&f);
+	}
+	for (uint32_t st = 0; st < 256; st++) {
+		size_t len = encode_valid(SL_WIRE_FIN, buf, sizeof(buf));
+
+		put_le32(buf + 36, st);
+		if (st == 0 || spec_nak_status(st))
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+
+	f = make_frame(SL_WIRE_FIN);
+	f.payload_len = 1;
+	expect_invalid(&f);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_FIN);
+	f.seq = 1;
+	expect_invalid(&f);
+	f.u.fin.status = SL_OK;
+	expect_invalid(&f);
+}
+END_TEST
+
+/* WRITE: has_imm 0 or 1, imm 0 without it, payload up to the maximum. */
+START_TEST(test_write_rules)
+{
+	static const uint32_t bad_has_imm[] = {
+		2, 3, 0x100, 0x101, 0x10000, 0x01000001u, 0x80000000u, UINT32_MAX,
+	};
+	static const uint32_t imms[] = { 1, 0x100, 0x10000, 0x80000000u, UINT32_MAX };
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+	size_t total, map_len;
+	uint8_t *map, *p;
+
+	for (size_t i = 0; i < sizeof(bad_has_imm) / sizeof(bad_has_imm[0]); i++) {
+		f = make_frame(SL_WIRE_WRITE);
+		f.u.write.has_imm = bad_has_imm[i];
+		expect_invalid(&f);
+		f.u.write.imm = 0;
+		expect_invalid(&f);
+	}
+	/* Every low byte of has_imm, with imm 0. */
+	for (uint32_t h = 0; h < 256; h++) {
+		size_t len = encode_valid(SL_WIRE_WRITE, buf, sizeof(buf));
+
+		put_le32(buf + 44, h);
+		put_le32(buf + 48, 0);
+		if (h <= 1)
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+
+	/* An immediate without has_imm. */
+	for (size_t i = 0; i < sizeof(imms) / sizeof(imms[0]); i++) {
+		f = make_frame(SL_WIRE_WRITE);
+		f.u.write.has_imm = 0;
+		f.u.write.imm = imms[i];
+		expect_invalid(&f);
+		f.u.write.has_imm = 1;
+		expect_valid(&f);
+	}
+	f = make_frame(SL_WIRE_WRITE);
+	f.u.write.has_imm = 0;
+	f.u.write.imm = 0;
+	expect_valid(&f);
+	f.u.write.has_imm = 1;
+	expect_valid(&f);
+
+	/* Payload: 0 up to SL_WIRE_PAYLOAD_MAX, not beyond. */
+	static const uint32_t good_pl[] = {
+		0, 1, SMALL_PAYLOAD, 4096, SL_WIRE_PAYLOAD_MAX - 1, SL_WIRE_PAYLOAD_MAX,
+	};
+	for (size_t i = 0; i < sizeof(good_pl) / sizeof(good_pl[0]); i++) {
+		f = make_frame(SL_WIRE_WRITE);
+		f.payload_len = good_pl[i];
+		expect_valid(&f);
+	}
+	f = make_frame(SL_WIRE_WRITE);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX + 1;
+	expect_invalid(&f);
+
+	/* Not a data frame: seq 0. */
+	f = make_frame(SL_WIRE_WRITE);
+	f.seq = 1;
+	expect_invalid(&f);
+
+	/*
+	 * A whole datagram of the largest write, ending at a guard page: the
+	 * decoder takes it, and one byte less is -EMSGSIZE.
+	 */
+	total = SL_WIRE_WRITE_LEN + SL_WIRE_PAYLOAD_MAX;
+	map_len = (total + page_size - 1) / page_size * page_size;
+	map = mmap(NULL, map_len + page_size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	ck_assert_int_eq(mprotect(map + map_len, page_size, PROT_NONE), 0);
+	p = map + map_len - total;
+	f = make_frame(SL_WIRE_WRITE);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	ck_assert_int_eq(sl_wire_encode(&f, p, total), (int)SL_WIRE_WRITE_LEN);
+	memset(p + SL_WIRE_WRITE_LEN, 0x5a, SL_WIRE_PAYLOAD_MAX);
+	{
+		struct sl_wire_frame out;
+
+		f.hdr_len = SL_WIRE_WRITE_LEN;
+		ck_assert_int_eq(sl_wire_decode(p, total, &out), (int)SL_WIRE_WRITE_LEN);
+		assert_frames_equal(&f, &out);
+		ck_assert_int_eq(sl_wire_decode(p + 1, total - 1, &out), -EPROTO);
+		memmove(p + 1, p, SL_WIRE_WRITE_LEN);
+		ck_assert_int_eq(sl_wire_decode(p + 1, total - 1, &out), -EMSGSIZE);
+		ck_assert_int_eq(sl_wire_decode_hdr(p + 1, total - 1, &out),
+				 (int)SL_WIRE_WRITE_LEN);
+	}
+	munmap(map, map_len + page_size);
 }
 END_TEST
 
@@ -759,6 +1778,9 @@ START_TEST(test_fuzz_garbage)
 {
 	uint8_t buf[FUZZ_MAXLEN + SL_WIRE_HDR_MAX];
 	long ok_hdr = 0, ok_full = 0;
+	/* Per type byte: headers accepted, and rejected at the type's own
+	 * fields (full header present, version and type fine). */
+	long ok_type[256] = { 0 }, bad_type[256] = { 0 };
 
 	rng_state = 0x9e3779b97f4a7c15ull;
 	for (long it = 0; it < FUZZ_ITERS; it++) {
@@ -766,7 +1788,8 @@ START_TEST(test_fuzz_garbage)
 		struct sl_wire_frame f, f2;
 		uint8_t re[SL_WIRE_HDR_MAX];
 		const uint8_t *g;
-		int rh, rd;
+		uint32_t hl;
+		int rh, rd, bad;
 
 		if (it & 1) {
 			for (size_t i = 0; i < len; i++)
@@ -779,10 +1802,10 @@ START_TEST(test_fuzz_garbage)
 			 */
 			uint8_t type = all_types[rng() % N_TYPES];
 			int nmut = (int)(rng() % 4);
+			uint32_t pl = spec_has_payload(type) ? (uint32_t)(rng() % 24) : 0;
 
 			encode_valid(type, buf, sizeof(buf));
-			put_le32(buf + 8, type == SL_WIRE_EAGER ?
-				 (uint32_t)(rng() % 24) : 0);
+			put_le32(buf + 8, pl);
 			for (size_t i = SL_WIRE_HDR_MAX; i < sizeof(buf); i++)
 				buf[i] = (uint8_t)rng();
 			for (int m = 0; m < nmut; m++) {
@@ -791,24 +1814,59 @@ START_TEST(test_fuzz_garbage)
 
 				buf[pos] = (r & 0x100) ? (uint8_t)r : (uint8_t)(buf[pos] ^ (1u << (r % 8)));
 			}
+			/* Half the time a length near the frame's own, so that
+			 * the long headers are complete often enough. */
+			if (it & 2) {
+				size_t want = spec_hdr_len(type) + pl;
+
+				len = want + (size_t)(rng() % 5);
+				len = len < 2 ? 0 : len - 2;
+				if (len > FUZZ_MAXLEN)
+					len = FUZZ_MAXLEN;
+			}
 		}
 		g = guarded(buf, len);
+		hl = len >= 2 ? spec_hdr_len(g[1]) : 0;
 
 		rh = sl_wire_decode_hdr(g, len, &f);
 		if (rh > 0) {
 			ok_hdr++;
+			ok_type[f.type]++;
 			HOT_ASSERT(sl_wire_hdr_len(f.type) != 0, "iter %ld", it);
 			HOT_ASSERT(rh == (int)sl_wire_hdr_len(f.type), "iter %ld", it);
 			HOT_ASSERT(f.hdr_len == (uint32_t)rh, "iter %ld", it);
 			HOT_ASSERT((size_t)rh <= len, "iter %ld", it);
 			HOT_ASSERT(f.payload_len <= SL_WIRE_PAYLOAD_MAX, "iter %ld", it);
 			/* A decoded header is canonical: it re-encodes to the
-			 * same bytes. */
+			 * same bytes, by wire.c and by the test's own layout. */
 			HOT_ASSERT(sl_wire_encode(&f, re, sizeof(re)) == rh, "iter %ld", it);
+			HOT_ASSERT(memcmp(re, g, (size_t)rh) == 0, "iter %ld", it);
+			HOT_ASSERT(raw_encode(&f, re) == (size_t)rh, "iter %ld", it);
 			HOT_ASSERT(memcmp(re, g, (size_t)rh) == 0, "iter %ld", it);
 		} else {
 			HOT_ASSERT(rh == -EAGAIN || rh == -EPROTO, "iter %ld", it);
 		}
+
+		/*
+		 * Against the test's own reading of sl_wire.h: a complete
+		 * header is accepted exactly when it breaks no rule; a
+		 * rejection always names a rule broken in the bytes given
+		 * (never a prefix of a valid header); a bad version or type is
+		 * rejected from its own byte on.
+		 */
+		bad = ref_prefix_bad(g, len < hl ? len : (hl ? hl : len));
+		if (hl != 0 && len >= hl) {
+			HOT_ASSERT(rh == (bad ? -EPROTO : (int)hl),
+				   "iter %ld: rh %d, ref bad %d", it, rh, bad);
+			if (bad && g[0] == SL_WIRE_VERSION &&
+			    !ref_prefix_bad(g, SL_WIRE_COMMON_LEN))
+				bad_type[g[1]]++;
+		} else {
+			HOT_ASSERT(rh != -EPROTO || bad, "iter %ld: -EPROTO on a valid prefix", it);
+			HOT_ASSERT(rh == -EPROTO || rh == -EAGAIN, "iter %ld", it);
+		}
+		if (ref_prefix_bad(g, len < 2 ? len : 2))
+			HOT_ASSERT(rh == -EPROTO, "iter %ld", it);
 
 		rd = sl_wire_decode(g, len, &f2);
 		if (rd > 0) {
@@ -821,11 +1879,22 @@ START_TEST(test_fuzz_garbage)
 			HOT_ASSERT(rd == -EPROTO || rd == -EMSGSIZE, "iter %ld", it);
 			HOT_ASSERT(rd != -EMSGSIZE || rh > 0, "iter %ld", it);
 			HOT_ASSERT(rh > 0 || rd == -EPROTO, "iter %ld", it);
+			HOT_ASSERT(rh <= 0 || (size_t)rh + f.payload_len > len,
+				   "iter %ld", it);
 		}
 	}
 	/* The mutated half must actually exercise the success paths. */
 	ck_assert_int_gt(ok_hdr, 1000);
 	ck_assert_int_gt(ok_full, 1000);
+	/* ... of every type, and the type-specific rejections too. */
+	for (size_t t = 0; t < N_TYPES; t++) {
+		ck_assert_msg(ok_type[all_types[t]] > 1000, "type %u: %ld accepted",
+			      all_types[t], ok_type[all_types[t]]);
+		if (all_types[t] != SL_WIRE_ACK)
+			ck_assert_msg(bad_type[all_types[t]] > 100,
+				      "type %u: %ld rejected", all_types[t],
+				      bad_type[all_types[t]]);
+	}
 }
 END_TEST
 
@@ -930,7 +1999,12 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_hdr_len);
 	tcase_add_loop_test(tc, test_round_trip, 0, (int)N_TYPES);
 	tcase_add_test(tc, test_round_trip_extremes);
+	tcase_add_test(tc, test_round_trip_extremes_rndv);
 	tcase_add_test(tc, test_exact_bytes_eager);
+	tcase_add_test(tc, test_exact_bytes_rts);
+	tcase_add_test(tc, test_exact_bytes_rtr);
+	tcase_add_test(tc, test_exact_bytes_fin);
+	tcase_add_test(tc, test_exact_bytes_write);
 	tcase_add_test(tc, test_exact_bytes_hello_nak_ack);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_bad_type);
@@ -941,8 +2015,12 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_bad_seq);
 	tcase_add_test(tc, test_bad_nak_status);
 	tcase_add_test(tc, test_bad_nak_seq_and_hello_node);
+	tcase_add_test(tc, test_rts_rules);
+	tcase_add_test(tc, test_rtr_rules);
+	tcase_add_test(tc, test_fin_rules);
+	tcase_add_test(tc, test_write_rules);
 	tcase_add_loop_test(tc, test_truncated_header, 0, (int)N_TYPES);
-	tcase_add_test(tc, test_length_beyond_buffer);
+	tcase_add_loop_test(tc, test_length_beyond_buffer, 0, (int)N_PAYLOAD_TYPES);
 	tcase_add_test(tc, test_encode_errors);
 	suite_add_tcase(s, tc);
 
