@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,11 +116,77 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 			return -1;
 		v <<= 20;
 		end++;
+	} else if (*end == 'g' || *end == 'G') {
+		if (v > UINT64_MAX >> 30)
+			return -1;
+		v <<= 30;
+		end++;
 	}
 	if (*end || v < min || v > max)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+unsigned parse_size_list(const char *opt, const char *arg, uint64_t max,
+			 uint64_t *out, unsigned cap)
+{
+	char *copy = strdup(arg), *save = NULL, *tok, lim[32];
+	unsigned n = 0;
+
+	if (!copy)
+		die("out of memory");
+	fmt_size(lim, sizeof(lim), max);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == cap)
+			bad_usage("%s: at most %u sizes", opt, cap);
+		if (parse_u64(tok, 0, max, &out[n]) < 0)
+			bad_usage("%s: bad size '%s' (0..%s, K/M/G suffix allowed)",
+				  opt, tok, lim);
+		n++;
+	}
+	if (n == 0)
+		bad_usage("%s: empty list", opt);
+	free(copy);
+	return n;
+}
+
+void fmt_size(char *b, size_t n, uint64_t v)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+	uint64_t div = 1;
+
+	while (u < 4 && v >= div << 10) {
+		div <<= 10;
+		u++;
+	}
+	if (v % div == 0)
+		snprintf(b, n, "%" PRIu64 " %s", v / div, units[u]);
+	else
+		snprintf(b, n, "%.1f %s", (double)v / (double)div, units[u]);
+}
+
+uint64_t stream_iters(uint64_t size)
+{
+	uint64_t n = size ? (64u << 20) / size : 1000000;
+	uint64_t cap = size ? (1u << 30) / size : 1000000;
+
+	if (n < 10000)
+		n = 10000;
+	if (n > 1000000)
+		n = 1000000;
+	if (n > cap)
+		n = cap;
+	return n < 8 ? 8 : n;
+}
+
+uint64_t warmup_iters(uint64_t size)
+{
+	uint64_t n = size ? (64u << 20) / size : 1000;
+
+	return n > 1000 ? 1000 : n < 1 ? 1 : n;
 }
 
 int cmp_u64(const void *a, const void *b)

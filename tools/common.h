@@ -59,14 +59,46 @@ uint32_t get_le32(const uint8_t *p);
 uint64_t get_le64(const uint8_t *p);
 
 /*
- * Parse @s as an unsigned decimal number with an optional K or M suffix
- * (either case; powers of 1024: 4K = 4096, 1M = 1048576) and nothing
- * after it.  A sign, leading white space or an empty string is rejected.
- * Returns 0 and stores the value in *@out when it lies within
- * [@min, @max]; returns -1 and leaves *@out untouched otherwise
- * (including on overflow).
+ * Parse @s as an unsigned decimal number with an optional K, M or G
+ * suffix (either case; powers of 1024: 4K = 4096, 1M = 1048576,
+ * 1G = 1073741824) and nothing after it.  A sign, leading white space or
+ * an empty string is rejected.  Returns 0 and stores the value in *@out
+ * when it lies within [@min, @max]; returns -1 and leaves *@out untouched
+ * otherwise (including on overflow).
  */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * Parse the argument @arg of option @opt (e.g. "--sizes"), a comma-
+ * separated list of sizes as for parse_u64() within 0..@max, into @out,
+ * which holds @cap entries.  Returns how many (>= 1); an empty list, a
+ * bad or too large size or more than @cap of them is a usage error
+ * (bad_usage(): exit 2).
+ */
+unsigned parse_size_list(const char *opt, const char *arg, uint64_t max,
+			 uint64_t *out, unsigned cap);
+
+/*
+ * Write @v bytes into @b (@n bytes) the way a person reads them: "512 B",
+ * "64 KiB", "16 MiB", "1 GiB", with one decimal when not a whole number
+ * of the unit ("1.5 MiB").
+ */
+void fmt_size(char *b, size_t n, uint64_t v);
+
+/*
+ * Benchmark defaults shared by sluice-perf and tcp-stream, so that their
+ * streams of one size are the same length.
+ *
+ * stream_iters(): messages of a measured stream of @size bytes: 64 MiB of
+ * payload within 1e4..1e6 messages, but at most 1 GiB of payload and at
+ * least 8 messages (16 MiB: 64 messages; 1 GiB: 8).
+ *
+ * warmup_iters(): messages (or round trips) of @size bytes run first and
+ * discarded when no --warmup is given: 1000, but at most 64 MiB of
+ * payload and at least 1 (1 MiB: 64; 16 MiB: 4).
+ */
+uint64_t stream_iters(uint64_t size);
+uint64_t warmup_iters(uint64_t size);
 
 /*
  * qsort() comparator for uint64_t elements, ascending: returns <0, 0 or

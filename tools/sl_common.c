@@ -6,12 +6,42 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common.h"
 #include "sl_common.h"
+
+#define ARENA_ALIGN 64u	/* libsluice's alignment and block header */
+
+uint64_t arena_cost(uint64_t len)
+{
+	return ARENA_ALIGN + ((len + ARENA_ALIGN - 1) & ~(uint64_t)(ARENA_ALIGN - 1));
+}
+
+uint64_t arena_fits(uint64_t arena, uint64_t len)
+{
+	return arena > ARENA_RESERVE ? (arena - ARENA_RESERVE) / arena_cost(len) : 0;
+}
+
+uint64_t arena_needed(uint64_t n, uint64_t len)
+{
+	uint64_t mib = 1u << 20;
+
+	return (n * arena_cost(len) + ARENA_RESERVE + mib - 1) / mib * mib;
+}
+
+void fmt_conf_bytes(char *b, size_t n, uint64_t v)
+{
+	if (v % (1u << 30) == 0 && v)
+		snprintf(b, n, "%" PRIu64 "G", v >> 30);
+	else if (v % (1u << 20) == 0 && v)
+		snprintf(b, n, "%" PRIu64 "M", v >> 20);
+	else
+		snprintf(b, n, "%" PRIu64 "K", (v + 1023) >> 10);
+}
 
 void ep_open(struct ep *e, const char *sock, uint32_t port, unsigned window,
 	     bool busy, const struct ep_conf *conf)

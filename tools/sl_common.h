@@ -24,6 +24,35 @@
 
 #include "sluice.h"
 
+/*
+ * Largest message sl_send() takes (between nodes messages above the
+ * daemon's eager_max go by rendezvous).  sluice.h defines it once the
+ * daemon has rendezvous; until then, the same value here.
+ */
+#ifndef SL_MSG_MAX
+#define SL_MSG_MAX (1ull << 30)
+#endif
+
+/*
+ * Arena sizing.  ARENA_RESERVE is what a tool keeps free in its arena for
+ * its small control buffers.  arena_cost() is what sl_alloc(@len) takes
+ * from an arena: @len rounded up to libsluice's 64-byte alignment plus a
+ * 64-byte block header.  arena_fits() is how many buffers of @len bytes
+ * an arena of @arena bytes holds next to the reserve; arena_needed() the
+ * [limits] arena_bytes that holds @n of them, rounded up to a MiB.  These
+ * are for advice; whether sl_alloc() succeeds is what counts.
+ */
+#define ARENA_RESERVE (64u << 10)
+uint64_t arena_cost(uint64_t len);
+uint64_t arena_fits(uint64_t arena, uint64_t len);
+uint64_t arena_needed(uint64_t n, uint64_t len);
+
+/*
+ * Write @v, a byte count for sluiced.conf, into @b (@n bytes) in the
+ * config's own notation: "256M", "2G", "1040M" ("64K" below a MiB).
+ */
+void fmt_conf_bytes(char *b, size_t n, uint64_t v);
+
 /* Consecutive NAKs of one op after which op_complete() gives up. */
 #define NAK_RETRIES 1000
 

@@ -6,6 +6,12 @@
  *   sluice-copy --send FILE --to NODE:PORT [--socket PATH] [--chunk BYTES]
  *               [--window N]
  *
+ * Chunks are 4 MiB by default, up to SL_MSG_MAX (1 GiB); between nodes,
+ * chunks above the daemons' eager_max go by rendezvous, straight from the
+ * sender's buffer into the receiver's.  Each side holds up to the window's
+ * chunks in its queue's arena ([limits] arena_bytes of its daemon, 64 MiB
+ * by default) and uses fewer when the arena holds fewer.
+ *
  * Protocol.  A tag's low byte is its kind; chunks carry their index above it.
  *   1 HEADER  sender -> receiver: file size (u64), chunk size (u32), sender
  *             window (u32), little-endian.
@@ -62,8 +68,15 @@ enum kind { K_HDR = 1, K_CHUNK = 2, K_TRAILER = 3, K_ACK = 4, K_READY = 5 };
 #define HDR_LEN 16
 #define READY_LEN 4
 #define SHA_LEN 32
-#define CHUNK_MAX (16u << 20)
+#define CHUNK_MAX ((uint64_t)SL_MSG_MAX)
+#define CHUNK_DEFAULT (4u << 20)
 #define WINDOW_MAX 1024u
+/*
+ * A chunk is read and hashed (sender), hashed and written (receiver) in
+ * pieces of this size, so each piece is hashed while it is still in the
+ * cache: a 4 MiB chunk handled whole would be read from memory twice.
+ */
+#define PIECE (256u << 10)
 
 /* ------------------------------------------------------------------ */
 /* SHA-256 (OpenSSL EVP)                                                */
@@ -115,9 +128,28 @@ static const char *kind_name(int k)
 
 static const struct ep_conf copy_conf = {
 	.kind_name = kind_name,
-	.arena_hint = "",
-	.invalid_hint = " (chunk above the daemon's eager_max? try --chunk 64K)",
+	.arena_hint = "; raise [limits] arena_bytes of sluiced",
+	.invalid_hint = " (a chunk the daemons do not take: a daemon without"
+			" rendezvous takes at most its eager_max, try --chunk 64K)",
 };
+
+/*
+ * Die: the arena of @e cannot hold one @chunk-byte chunk.  @hint says what
+ * else than a larger arena_bytes would do.
+ */
+static void __attribute__((noreturn))
+arena_too_small(const struct ep *e, uint64_t chunk, const char *hint)
+{
+	char sz[32], have[32], one[32], eight[32];
+
+	fmt_size(sz, sizeof(sz), chunk);
+	fmt_conf_bytes(have, sizeof(have), sl_arena_size(e->q));
+	fmt_conf_bytes(one, sizeof(one), arena_needed(1, chunk));
+	fmt_conf_bytes(eight, sizeof(eight), arena_needed(8, chunk));
+	die("the queue's arena (%s) cannot hold one %s chunk: raise [limits]"
+	    " arena_bytes of this node's sluiced to at least %s (%s for a"
+	    " window of 8), or %s", have, sz, one, eight, hint);
+}
 
 static void report_rate(const char *what, uint64_t bytes, uint64_t ns,
 			uint64_t naks)
@@ -195,8 +227,7 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 		if (!(bufs[w] = sl_alloc(e.q, chunk)))
 			break;
 	if (w == 0)
-		die("arena (%zu bytes) cannot hold one %" PRIu32 "-byte chunk",
-		    sl_arena_size(e.q), chunk);
+		arena_too_small(&e, chunk, "use a smaller --chunk");
 
 	/* HEADER out, READY back (its receive posted first). */
 	op_init(&ready_rx, K_READY, false, SL_ANY_SOURCE, K_READY, readyb,
@@ -241,8 +272,12 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 			size_t len = next + 1 < nchunks ? chunk
 				: (size_t)(size - next * chunk);
 
-			read_full(fd, path, bufs[s], len);
-			sha_update(md, bufs[s], len);
+			for (size_t off = 0; off < len; off += PIECE) {
+				size_t n = len - off < PIECE ? len - off : PIECE;
+
+				read_full(fd, path, bufs[s] + off, n);
+				sha_update(md, bufs[s] + off, n);
+			}
 			op_init(&tx[s], K_CHUNK, true, dst, CHUNK_TAG(next),
 				bufs[s], len);
 			tx[s].slot = s;
@@ -385,8 +420,7 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 		rx[w].slot = w;
 	}
 	if (w == 0)
-		die("arena (%zu bytes) cannot hold one %" PRIu32 "-byte chunk",
-		    sl_arena_size(e.q), chunk);
+		arena_too_small(&e, chunk, "send with a smaller --chunk");
 	for (i = 0; i < w && posted < nchunks; i++, posted++)
 		op_post(&e, &rx[i]);
 	op_init(&trailer_rx, K_TRAILER, false, sender, K_TRAILER, trailerb,
@@ -424,8 +458,13 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 		while (next < nchunks && held[next % w].op) {
 			struct held *h = &held[next % w];
 
-			write_full(fd, out, h->op->buf, h->len);
-			sha_update(md, h->op->buf, h->len);
+			for (size_t off = 0; off < h->len; off += PIECE) {
+				const uint8_t *p = (const uint8_t *)h->op->buf + off;
+				size_t n = h->len - off < PIECE ? h->len - off : PIECE;
+
+				sha_update(md, p, n);
+				write_full(fd, out, p, n);
+			}
 			if (posted < nchunks) {
 				op_post(&e, h->op);
 				posted++;
@@ -486,9 +525,11 @@ static void usage(FILE *f)
 		"  --to NODE:PORT    NODE is a node name or 'local'\n"
 		"  --socket PATH     daemon socket (default $SLUICE_SOCKET, else "
 		SL_DEFAULT_SOCKET ")\n"
-		"  --chunk BYTES     message size, K/M suffix allowed (default 64K;\n"
-		"                    at most the daemons' eager_max between nodes)\n"
-		"  --window N        chunks in flight, 1..%u (default 16)\n"
+		"  --chunk BYTES     message size, 1..1G, K/M/G suffix allowed\n"
+		"                    (default 4M)\n"
+		"  --window N        chunks in flight, 1..%u (default 16; fewer when\n"
+		"                    the arena, [limits] arena_bytes of sluiced,\n"
+		"                    holds fewer on either side)\n"
 		"  --help            this text\n"
 		"Both sides print 'sha256 <hex> <bytes> bytes sent|received'.\n"
 		"Exit status: 0 digests match, 1 error or mismatch, 2 usage.\n",
@@ -512,7 +553,7 @@ int main(int argc, char **argv)
 	};
 	const char *sock = NULL, *out = NULL, *in = NULL, *ready_file = NULL;
 	bool recv_role = false, have_to = false, send_opts = false;
-	uint64_t port = 0, chunk = 65536, window = 16;
+	uint64_t port = 0, chunk = CHUNK_DEFAULT, window = 16;
 	sl_addr_t dst = { 0, 0 };
 	int c;
 
@@ -541,7 +582,7 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			if (parse_u64(optarg, 1, CHUNK_MAX, &chunk) < 0)
-				bad_usage("bad --chunk '%s' (1..16M)", optarg);
+				bad_usage("bad --chunk '%s' (1..1G)", optarg);
 			send_opts = true;
 			break;
 		case 'w':

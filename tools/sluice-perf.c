@@ -6,6 +6,17 @@
  *               [--sizes LIST] [--iters N] [--warmup N] [--window W]
  *               [--busy-poll] [--json]
  *
+ * Sizes go from 0 to SL_MSG_MAX (1 GiB); between nodes, messages above the
+ * daemons' eager_max go by rendezvous.  Every buffer lives in the queue's
+ * arena, [limits] arena_bytes of the daemon (64 MiB by default): a stream
+ * needs W buffers of the size on each side, a latency test 2 on the client
+ * and 2 to 4 on the server.  The client checks its own arena before a
+ * phase, the server its own when the phase is announced; either way a
+ * phase that does not fit ends the run with the arena_bytes (or --window)
+ * that would make it fit.  Without --window the window of a stream is 64,
+ * but fewer for large messages: at most half the arena in flight, and at
+ * least 2.
+ *
  * Client and server are always two processes, each with its own queue, so
  * every message pays the real cost: client ring -> daemon -> (network ->
  * daemon ->) server ring.  The server binds port P; the client binds an
@@ -18,7 +29,10 @@
  * CTRL {op, phase, size, count, window}; the server allocates buffers, posts
  * its receives and only then sends READY, so that the measured messages
  * arrive to receives posted ahead (the expected path) rather than queueing
- * as unexpected.
+ * as unexpected.  READY {status, buffers, arena} says whether the server's
+ * arena held the phase's buffers; if not (status READY_NO_ARENA: "buffers"
+ * of the size do not fit its "arena" bytes) the server posted nothing and
+ * exits 1 after DONE, and the client sends DONE and exits 1 with advice.
  *   lat:    count x (PING client->server, PONG server->client) of one size;
  *           the server posts the receive for the next PING before it sends
  *           the PONG.  One-way latency = RTT / 2; median and p99 by nearest
@@ -60,11 +74,16 @@ enum kind { K_CTRL = 1, K_READY, K_PING, K_PONG, K_DATA, K_ACK, K_DONE };
 enum ctrl_op { OP_LAT = 1, OP_STREAM = 2 };
 
 #define CTRL_LEN 32
+#define READY_LEN 16
 #define ACK_LEN 8
 #define WINDOW_MAX 1024u
-#define SIZE_LIMIT (64u << 20)
+#define WINDOW_DEFAULT 64u
+#define SIZE_LIMIT ((uint64_t)SL_MSG_MAX)
 #define LAT_SLOTS 4		/* server ping buffers; see srv_ping() */
+#define LAT_SLOTS_MIN 2		/* when 4 do not fit the arena */
 #define MAX_SIZES 64
+
+enum ready_status { READY_OK = 0, READY_NO_ARENA = 1 };
 
 /* Control message, little-endian on the wire. */
 struct ctrl {
@@ -94,6 +113,28 @@ static void ctrl_decode(const uint8_t *p, struct ctrl *c)
 	c->window = get_le32(p + 24);
 }
 
+/* READY, little-endian on the wire. */
+struct ready {
+	uint32_t status;	/* enum ready_status */
+	uint32_t bufs;		/* buffers of the phase's size it needed */
+	uint64_t arena;		/* the server's arena, bytes */
+};
+
+static void ready_encode(uint8_t *p, const struct ready *r)
+{
+	memset(p, 0, READY_LEN);
+	put_le32(p, r->status);
+	put_le32(p + 4, r->bufs);
+	put_le64(p + 8, r->arena);
+}
+
+static void ready_decode(const uint8_t *p, struct ready *r)
+{
+	r->status = get_le32(p);
+	r->bufs = get_le32(p + 4);
+	r->arena = get_le64(p + 8);
+}
+
 static const char *kind_name(int k)
 {
 	static const char *const names[] = {
@@ -107,9 +148,53 @@ static const char *kind_name(int k)
 
 static const struct ep_conf perf_conf = {
 	.kind_name = kind_name,
-	.arena_hint = "; use a smaller --window or size",
-	.invalid_hint = " (size above the daemon's eager_max?)",
+	.arena_hint = "; raise [limits] arena_bytes of sluiced",
+	.invalid_hint = " (a size the daemons do not take: above SL_MSG_MAX,"
+			" or above eager_max for a daemon without rendezvous?)",
 };
+
+/*
+ * Allocate @n buffers of @size bytes into @bufs.  Returns true, or false
+ * with none of them kept when the arena cannot hold them all.
+ */
+static bool alloc_bufs(struct ep *e, void **bufs, unsigned n, uint64_t size)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (!(bufs[i] = sl_alloc(e->q, size)))
+			break;
+	if (i == n)
+		return true;
+	while (i > 0)
+		sl_free(e->q, bufs[--i]);
+	return false;
+}
+
+/*
+ * Advice for @n buffers of @size bytes that did not fit an arena of @arena
+ * bytes: "<N> x <size> buffers do not fit the arena of <whose> queue
+ * (<arena>): raise [limits] arena_bytes of <daemon> to at least <X>
+ * [, or use --window <fits> or less]".  @window: whether a smaller
+ * --window would do (a stream's buffers).
+ */
+static void arena_advice(char *b, size_t len, const char *whose,
+			 const char *daemon, unsigned n, uint64_t size,
+			 uint64_t arena, bool window)
+{
+	char sz[32], have[32], need[32], more[64] = "";
+	uint64_t fits = arena_fits(arena, size);
+
+	fmt_size(sz, sizeof(sz), size);
+	fmt_conf_bytes(have, sizeof(have), arena);
+	fmt_conf_bytes(need, sizeof(need), arena_needed(n, size));
+	if (window && fits >= 1)
+		snprintf(more, sizeof(more), ", or use --window %" PRIu64
+			 " or less", fits < WINDOW_MAX ? fits : WINDOW_MAX);
+	snprintf(b, len, "%u x %s buffers do not fit the arena of %s queue"
+		 " (%s): raise [limits] arena_bytes of %s to at least %s%s",
+		 n, sz, whose, have, daemon, need, more);
+}
 
 /* ------------------------------------------------------------------ */
 /* Server                                                               */
@@ -118,7 +203,8 @@ static const struct ep_conf perf_conf = {
 struct srv {
 	struct ep e;
 	struct op ctrl_rx, done_rx, ready_tx, ack_tx;
-	uint8_t *ctrl_buf, *ack_buf;
+	uint8_t *ctrl_buf, *ack_buf, *ready_buf;
+	unsigned refused;	/* phases refused: the arena was too small */
 
 	/* A control message that arrived while a phase was still draining. */
 	bool ctrl_pending, done_pending;
@@ -135,6 +221,17 @@ struct srv {
 	uint64_t got, posted;
 	int deferred;		/* lat: slot to post once its pong is sent */
 };
+
+/* Tell the client whether the phase's buffers fit: READY. */
+static void srv_ready(struct srv *s, uint32_t status, uint32_t bufs)
+{
+	struct ready r = { status, bufs, sl_arena_size(s->e.q) };
+
+	ready_encode(s->ready_buf, &r);
+	op_init(&s->ready_tx, K_READY, true, s->client,
+		TAG(K_READY, s->cur.phase), s->ready_buf, READY_LEN);
+	op_post(&s->e, &s->ready_tx);
+}
 
 static void srv_start(struct srv *s, const struct ctrl *c, sl_addr_t client)
 {
@@ -157,8 +254,26 @@ static void srv_start(struct srv *s, const struct ctrl *c, sl_addr_t client)
 	s->tx = calloc(s->nslots, sizeof(*s->tx));
 	if (!s->bufs || !s->rx || !s->tx)
 		die("out of memory");
+	if (!alloc_bufs(&s->e, s->bufs, s->nslots, c->size) &&
+	    !(lat && alloc_bufs(&s->e, s->bufs, s->nslots = LAT_SLOTS_MIN,
+				c->size))) {
+		char why[256];
+
+		/*
+		 * Refused: nothing posted, READY says why, and the phase
+		 * ends as soon as READY is sent (got = count, no slots).
+		 */
+		arena_advice(why, sizeof(why), "this server's", "its sluiced",
+			     s->nslots, c->size, sl_arena_size(s->e.q), !lat);
+		fprintf(stderr, PROG ": phase %" PRIu32 " refused: %s\n",
+			c->phase, why);
+		srv_ready(s, READY_NO_ARENA, s->nslots);
+		s->nslots = 0;
+		s->got = c->count;
+		s->refused++;
+		return;
+	}
 	for (i = 0; i < s->nslots; i++) {
-		s->bufs[i] = ep_alloc(&s->e, c->size);
 		op_init(&s->rx[i], lat ? K_PING : K_DATA, false, client,
 			TAG(lat ? K_PING : K_DATA, c->phase), s->bufs[i], c->size);
 		op_init(&s->tx[i], K_PONG, true, client, TAG(K_PONG, c->phase),
@@ -170,9 +285,7 @@ static void srv_start(struct srv *s, const struct ctrl *c, sl_addr_t client)
 		op_post(&s->e, &s->rx[i]);
 		s->posted++;
 	}
-	op_init(&s->ready_tx, K_READY, true, client, TAG(K_READY, c->phase),
-		NULL, 0);
-	op_post(&s->e, &s->ready_tx);
+	srv_ready(s, READY_OK, s->nslots);
 }
 
 static bool srv_finished(const struct srv *s)
@@ -265,6 +378,7 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 	me = sl_queue_addr(s.e.q);
 	s.ctrl_buf = ep_alloc(&s.e, CTRL_LEN);
 	s.ack_buf = ep_alloc(&s.e, ACK_LEN);
+	s.ready_buf = ep_alloc(&s.e, READY_LEN);
 	op_init(&s.ctrl_rx, K_CTRL, false, SL_ANY_SOURCE, K_CTRL, s.ctrl_buf,
 		CTRL_LEN);
 	s.ctrl_rx.mask = KIND_MASK;
@@ -334,7 +448,7 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 	if (s.e.naks)
 		fprintf(stderr, PROG ": %" PRIu64 " NAKs retried\n", s.e.naks);
 	ep_close(&s.e);
-	return 0;
+	return s.refused ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -344,6 +458,7 @@ static int run_server(const char *sock, uint32_t port, const char *ready_file,
 struct result {
 	const char *test;
 	uint64_t size, iters;
+	unsigned window;		/* 0: not applicable */
 	double median_us, p99_us;	/* < 0: not applicable */
 	double mbps, msgps;		/* < 0: not applicable */
 };
@@ -351,24 +466,68 @@ struct result {
 struct cli {
 	struct ep e;
 	sl_addr_t dst;		/* as given: node may be SL_NODE_LOCAL */
+	const char *to;		/* the --to argument, for messages */
 	sl_addr_t server;	/* as completions name it */
 	uint32_t phase;
-	unsigned window;
-	uint8_t *ctrl_buf;
+	uint8_t *ctrl_buf, *ready_buf;
 };
+
+/* Send DONE and wait until the server's daemon has accepted it. */
+static void cli_done(struct cli *k)
+{
+	struct op done;
+
+	op_init(&done, K_DONE, true, k->dst, TAG(K_DONE, k->phase + 1), NULL, 0);
+	op_post(&k->e, &done);
+	while (done.inflight) {
+		struct sl_cqe c = ep_next(&k->e);
+		struct op *op = op_complete(&k->e, &c);
+
+		if (op && op != &done)
+			unexpected(&k->e, op);
+	}
+}
+
+/*
+ * End the run between phases (nothing in flight) with @why: DONE first,
+ * so that the server exits too, then die().
+ */
+static void __attribute__((noreturn))
+cli_fail(struct cli *k, const char *why)
+{
+	cli_done(k);
+	die("%s", why);
+}
+
+/* @n buffers of @size for a phase of @test, or end the run with advice. */
+static void cli_alloc(struct cli *k, const char *test, void **bufs,
+		      unsigned n, uint64_t size, bool window)
+{
+	char why[320], adv[256];
+
+	if (alloc_bufs(&k->e, bufs, n, size))
+		return;
+	arena_advice(adv, sizeof(adv), "this client's", "the client's sluiced",
+		     n, size, sl_arena_size(k->e.q), window);
+	snprintf(why, sizeof(why), "%s: %s", test, adv);
+	cli_fail(k, why);
+}
 
 /*
  * Start a phase: announce it and wait until the server has posted its
  * receives.  The READY receive is posted before CTRL is sent, so it is
- * never unexpected either.
+ * never unexpected either.  A server whose arena cannot hold the phase
+ * ends the run.
  */
-static void cli_phase(struct cli *k, uint32_t op, uint64_t size, uint64_t count)
+static void cli_phase(struct cli *k, const char *test, uint32_t op,
+		      uint64_t size, uint64_t count, unsigned window)
 {
-	struct ctrl c = { op, ++k->phase, size, count, k->window };
+	struct ctrl c = { op, ++k->phase, size, count, window };
 	struct op ctrl_tx, ready_rx;
+	struct ready r;
 
 	op_init(&ready_rx, K_READY, false, SL_ANY_SOURCE,
-		TAG(K_READY, k->phase), NULL, 0);
+		TAG(K_READY, k->phase), k->ready_buf, READY_LEN);
 	op_post(&k->e, &ready_rx);
 	ctrl_encode(k->ctrl_buf, &c);
 	op_init(&ctrl_tx, K_CTRL, true, k->dst, TAG(K_CTRL, k->phase),
@@ -379,11 +538,27 @@ static void cli_phase(struct cli *k, uint32_t op, uint64_t size, uint64_t count)
 		struct op *o = op_complete(&k->e, &cqe);
 
 		if (o == &ready_rx) {
-			check_len(&k->e, &cqe, o, 0);
+			check_len(&k->e, &cqe, o, READY_LEN);
 			k->server = cqe.peer;
 		} else if (o && o != &ctrl_tx) {
 			unexpected(&k->e, o);
 		}
+	}
+	ready_decode(k->ready_buf, &r);
+	if (r.status != READY_OK) {
+		char why[384], adv[256], daemon[160];
+		int node_len = (int)(strrchr(k->to, ':') - k->to);
+
+		/* --to is NODE:PORT, checked by parse_to(). */
+		if (k->dst.node == SL_NODE_LOCAL)
+			snprintf(daemon, sizeof(daemon), "this node's sluiced");
+		else
+			snprintf(daemon, sizeof(daemon), "the sluiced of node %.*s",
+				 node_len, k->to);
+		arena_advice(adv, sizeof(adv), "the server's", daemon, r.bufs,
+			     size, r.arena, op == OP_STREAM);
+		snprintf(why, sizeof(why), "%s: %s", test, adv);
+		cli_fail(k, why);
 	}
 }
 
@@ -392,16 +567,18 @@ static void cli_lat(struct cli *k, uint64_t size, uint64_t warmup,
 {
 	uint64_t total = warmup + iters, i, *rtt;
 	size_t stamp = size < 8 ? size : 8;
+	void *b[2];
 	uint8_t *txb, *rxb;
 	struct op tx, rx;
 
 	rtt = calloc(iters, sizeof(*rtt));
 	if (!rtt)
 		die("out of memory");
-	txb = ep_alloc(&k->e, size);
-	rxb = ep_alloc(&k->e, size);
+	cli_alloc(k, "lat", b, 2, size, false);
+	txb = b[0];
+	rxb = b[1];
 	memset(txb, 0xa5, size);
-	cli_phase(k, OP_LAT, size, total);
+	cli_phase(k, "lat", OP_LAT, size, total, 1);
 	op_init(&tx, K_PING, true, k->dst, TAG(K_PING, k->phase), txb, size);
 	op_init(&rx, K_PONG, false, k->server, TAG(K_PONG, k->phase), rxb, size);
 
@@ -436,19 +613,25 @@ static void cli_lat(struct cli *k, uint64_t size, uint64_t warmup,
 	r->test = "lat";
 	r->size = size;
 	r->iters = iters;
+	r->window = 0;
 	r->median_us = percentile(rtt, iters, 50) / 2e3;
 	r->p99_us = percentile(rtt, iters, 99) / 2e3;
 	r->mbps = r->msgps = -1;
 	free(rtt);
 }
 
-/* One stream of @count messages; returns nanoseconds from first send to ACK. */
-static uint64_t cli_stream(struct cli *k, uint64_t size, uint64_t count)
+/*
+ * One stream of @count messages of @size bytes, @w sends in flight (@test
+ * names it in messages); returns nanoseconds from first send to ACK.
+ */
+static uint64_t cli_stream(struct cli *k, const char *test, uint64_t size,
+			   uint64_t count, unsigned w)
 {
-	unsigned w = k->window, nfree = 0, i;
+	unsigned nfree = 0, i;
 	uint64_t sent = 0, t0, t1 = 0;
 	struct op *tx, ack, **freel;
-	uint8_t *ackb, **bufs;
+	uint8_t *ackb;
+	void **bufs;
 	bool acked = false;
 
 	tx = calloc(w, sizeof(*tx));
@@ -456,12 +639,11 @@ static uint64_t cli_stream(struct cli *k, uint64_t size, uint64_t count)
 	bufs = calloc(w, sizeof(*bufs));
 	if (!tx || !freel || !bufs)
 		die("out of memory");
-	for (i = 0; i < w; i++) {
-		bufs[i] = ep_alloc(&k->e, size);
-		memset(bufs[i], (int)i, size);
-	}
 	ackb = ep_alloc(&k->e, ACK_LEN);
-	cli_phase(k, OP_STREAM, size, count);
+	cli_alloc(k, test, bufs, w, size, true);
+	for (i = 0; i < w; i++)
+		memset(bufs[i], (int)i, size);
+	cli_phase(k, test, OP_STREAM, size, count, w);
 	for (i = 0; i < w; i++) {
 		op_init(&tx[i], K_DATA, true, k->dst, TAG(K_DATA, k->phase),
 			bufs[i], size);
@@ -507,16 +689,18 @@ static uint64_t cli_stream(struct cli *k, uint64_t size, uint64_t count)
 }
 
 static void cli_bw(struct cli *k, const char *test, uint64_t size,
-		   uint64_t warmup, uint64_t iters, struct result *r)
+		   uint64_t warmup, uint64_t iters, unsigned window,
+		   struct result *r)
 {
 	double secs;
 
 	if (warmup)
-		cli_stream(k, size, warmup);
-	secs = cli_stream(k, size, iters) / 1e9;
+		cli_stream(k, test, size, warmup, window);
+	secs = cli_stream(k, test, size, iters, window) / 1e9;
 	r->test = test;
 	r->size = size;
 	r->iters = iters;
+	r->window = window;
 	r->median_us = r->p99_us = -1;
 	r->mbps = (double)size * iters / secs / 1e6;
 	r->msgps = iters / secs;
@@ -532,14 +716,16 @@ static void fmt_num(char *b, size_t n, double v, int prec)
 
 static void print_row(const struct result *r)
 {
-	char med[32], p99[32], mbps[32], msgps[32];
+	char med[32], p99[32], mbps[32], msgps[32], win[16] = "";
 
 	fmt_num(med, sizeof(med), r->median_us, 2);
 	fmt_num(p99, sizeof(p99), r->p99_us, 2);
 	fmt_num(mbps, sizeof(mbps), r->mbps, 1);
 	fmt_num(msgps, sizeof(msgps), r->msgps, 0);
-	printf("%-5s %9" PRIu64 " %10" PRIu64 " %10s %10s %10s %11s\n",
-	       r->test, r->size, r->iters, med, p99, mbps, msgps);
+	if (r->window)
+		snprintf(win, sizeof(win), "%u", r->window);
+	printf("%-5s %10" PRIu64 " %10" PRIu64 " %10s %10s %10s %11s %6s\n",
+	       r->test, r->size, r->iters, med, p99, mbps, msgps, win);
 	fflush(stdout);
 }
 
@@ -569,6 +755,10 @@ static void print_json(const struct result *res, unsigned n)
 		json_num(r->mbps, 3);
 		printf(",\"msg_s\":");
 		json_num(r->msgps, 1);
+		if (r->window)
+			printf(",\"window\":%u", r->window);
+		else
+			printf(",\"window\":null");
 		printf("}");
 	}
 	printf("\n]\n");
@@ -577,65 +767,95 @@ static void print_json(const struct result *res, unsigned n)
 struct cli_opts {
 	const char *sock;
 	sl_addr_t dst;
+	const char *to;
 	bool lat, bw, rate;
 	uint64_t sizes[MAX_SIZES];
 	unsigned nsizes;
 	uint64_t iters;		/* 0: per-test default */
-	uint64_t warmup;
-	unsigned window;
+	uint64_t warmup;	/* UINT64_MAX: per-size default */
+	unsigned window;	/* 0: per-size default */
 	bool busy, json;
 };
 
 /*
- * Default stream length: 64 MiB of payload, at least 10000 and at most
- * 1e6 messages, so that small sizes run long enough to be measured and
- * large ones do not run for minutes.
+ * Default round trips of a latency test: 10000, but at most 1 GiB each
+ * way and at least 10 (1 MiB: 1024; 16 MiB: 64; 1 GiB: 10).
  */
-static uint64_t bw_iters(uint64_t size)
+static uint64_t lat_iters(uint64_t size)
 {
-	uint64_t n = size ? (64u << 20) / size : 1000000;
+	uint64_t n = size ? (1u << 30) / size : 10000;
 
-	return n < 10000 ? 10000 : n > 1000000 ? 1000000 : n;
+	return n > 10000 ? 10000 : n < 10 ? 10 : n;
+}
+
+/*
+ * The window of a stream of @size-byte messages: --window, else 64 but
+ * at most half the arena's worth of buffers, and at least 2.
+ */
+static unsigned stream_window(const struct cli *k, const struct cli_opts *o,
+			      uint64_t size)
+{
+	uint64_t arena = sl_arena_size(k->e.q), w, fits;
+
+	if (o->window)
+		return o->window;
+	w = size ? arena / 2 / size : WINDOW_DEFAULT;
+	fits = arena_fits(arena, size);
+	if (w > fits)
+		w = fits;
+	return w > WINDOW_DEFAULT ? WINDOW_DEFAULT : w < 2 ? 2 : (unsigned)w;
+}
+
+static uint64_t warmup_for(const struct cli_opts *o, uint64_t size)
+{
+	return o->warmup != UINT64_MAX ? o->warmup : warmup_iters(size);
 }
 
 static int run_client(const struct cli_opts *o)
 {
 	struct result *res;
 	unsigned n = 0, i;
-	struct op done;
 	struct cli k;
 
 	memset(&k, 0, sizeof(k));
 	k.dst = o->dst;
-	k.window = o->window;
-	ep_open(&k.e, o->sock, 0, o->window, o->busy, &perf_conf);
+	k.to = o->to;
+	ep_open(&k.e, o->sock, 0, o->window ? o->window : WINDOW_DEFAULT,
+		o->busy, &perf_conf);
 	k.ctrl_buf = ep_alloc(&k.e, CTRL_LEN);
+	k.ready_buf = ep_alloc(&k.e, READY_LEN);
 	res = calloc(2 * o->nsizes + 1, sizeof(*res));
 	if (!res)
 		die("out of memory");
 	if (!o->json)
-		printf("%-5s %9s %10s %10s %10s %10s %11s\n", "test", "size(B)",
-		       "iterations", "median(us)", "p99(us)", "MB/s", "msg/s");
+		printf("%-5s %10s %10s %10s %10s %10s %11s %6s\n", "test",
+		       "size(B)", "iterations", "median(us)", "p99(us)", "MB/s",
+		       "msg/s", "window");
 
 	if (o->lat)
 		for (i = 0; i < o->nsizes; i++) {
-			cli_lat(&k, o->sizes[i], o->warmup,
-				o->iters ? o->iters : 10000, &res[n]);
+			uint64_t sz = o->sizes[i];
+
+			cli_lat(&k, sz, warmup_for(o, sz),
+				o->iters ? o->iters : lat_iters(sz), &res[n]);
 			if (!o->json)
 				print_row(&res[n]);
 			n++;
 		}
 	if (o->bw)
 		for (i = 0; i < o->nsizes; i++) {
-			cli_bw(&k, "bw", o->sizes[i], o->warmup,
-			       o->iters ? o->iters : bw_iters(o->sizes[i]),
-			       &res[n]);
+			uint64_t sz = o->sizes[i];
+
+			cli_bw(&k, "bw", sz, warmup_for(o, sz),
+			       o->iters ? o->iters : stream_iters(sz),
+			       stream_window(&k, o, sz), &res[n]);
 			if (!o->json)
 				print_row(&res[n]);
 			n++;
 		}
 	if (o->rate) {
-		cli_bw(&k, "rate", 8, o->warmup, o->iters ? o->iters : 1000000,
+		cli_bw(&k, "rate", 8, warmup_for(o, 8),
+		       o->iters ? o->iters : 1000000, stream_window(&k, o, 8),
 		       &res[n]);
 		if (!o->json)
 			print_row(&res[n]);
@@ -645,15 +865,7 @@ static int run_client(const struct cli_opts *o)
 		print_json(res, n);
 
 	/* DONE is accepted by the server's daemon before we close. */
-	op_init(&done, K_DONE, true, k.dst, TAG(K_DONE, k.phase + 1), NULL, 0);
-	op_post(&k.e, &done);
-	while (done.inflight) {
-		struct sl_cqe c = ep_next(&k.e);
-		struct op *op = op_complete(&k.e, &c);
-
-		if (op && op != &done)
-			unexpected(&k.e, op);
-	}
+	cli_done(&k);
 	if (k.e.naks)
 		fprintf(stderr, PROG ": %" PRIu64 " NAKs retried\n", k.e.naks);
 	free(res);
@@ -683,40 +895,26 @@ static void usage(FILE *f)
 		"  --socket PATH     daemon socket (default $SLUICE_SOCKET, else "
 		SL_DEFAULT_SOCKET ")\n"
 		"  --test T          lat, bw, rate or all (default all)\n"
-		"  --sizes LIST      comma-separated sizes, K/M suffix allowed\n"
-		"                    (default 8,64,512,4096,16384,65536); lat and bw\n"
-		"                    run each, rate always uses 8 B\n"
+		"  --sizes LIST      comma-separated sizes, 0..1G, K/M/G suffix\n"
+		"                    allowed (default 8,64,512,4096,16384,65536);\n"
+		"                    lat and bw run each, rate always uses 8 B\n"
 		"  --iters N         round trips (lat) or messages (bw, rate); default\n"
-		"                    10000 for lat, 64 MiB / size within 1e4..1e6\n"
-		"                    for bw, 1e6 for rate\n"
-		"  --warmup N        unrecorded round trips / messages first (1000)\n"
+		"                    10000 for lat (at most 1 GiB each way, at least\n"
+		"                    10), 64 MiB / size within 1e4..1e6 for bw (at\n"
+		"                    most 1 GiB, at least 8), 1e6 for rate\n"
+		"  --warmup N        unrecorded round trips / messages first (default\n"
+		"                    1000, at most 64 MiB of payload, at least 1)\n"
 		"  --window W        sends in flight and receives posted ahead, 1..%u\n"
-		"                    (default 64)\n"
+		"                    (default 64, fewer for large sizes: at most half\n"
+		"                    the arena in flight, at least 2)\n"
 		"  --busy-poll       spin on sl_poll() instead of sleeping in sl_wait()\n"
 		"  --json            print a JSON array instead of the table\n"
 		"  --help            this text\n"
+		"Buffers live in each queue's arena, [limits] arena_bytes of sluiced\n"
+		"(default 64M): bw needs window x size on both sides, lat 2 x size\n"
+		"(the server 2 to 4 x size); a run that does not fit says what to raise.\n"
 		"Latencies are one-way (RTT/2), nearest-rank median and p99;\n"
 		"MB/s is 1e6 payload bytes per second.\n", WINDOW_MAX);
-}
-
-static void parse_sizes(const char *arg, struct cli_opts *o)
-{
-	char *copy = strdup(arg), *save = NULL, *tok;
-
-	if (!copy)
-		die("out of memory");
-	o->nsizes = 0;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == MAX_SIZES)
-			bad_usage("--sizes: at most %d sizes", MAX_SIZES);
-		if (parse_u64(tok, 0, SIZE_LIMIT, &o->sizes[o->nsizes]) < 0)
-			bad_usage("--sizes: bad size '%s' (0..64M)", tok);
-		o->nsizes++;
-	}
-	if (o->nsizes == 0)
-		bad_usage("--sizes: empty list");
-	free(copy);
 }
 
 int main(int argc, char **argv)
@@ -740,7 +938,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const uint64_t default_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
-	struct cli_opts o = { .warmup = 1000, .window = 64 };
+	struct cli_opts o = { .warmup = UINT64_MAX };
 	const char *ready_file = NULL, *test = "all";
 	bool have_to = false, server_only = false, client_only = false;
 	uint64_t port = 0, v;
@@ -764,6 +962,7 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			parse_to(optarg, &o.dst);
+			o.to = optarg;
 			have_to = true;
 			break;
 		case 's':
@@ -774,7 +973,8 @@ int main(int argc, char **argv)
 			client_only = true;
 			break;
 		case 'z':
-			parse_sizes(optarg, &o);
+			o.nsizes = parse_size_list("--sizes", optarg, SIZE_LIMIT,
+						   o.sizes, MAX_SIZES);
 			client_only = true;
 			break;
 		case 'n':

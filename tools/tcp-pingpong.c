@@ -1,6 +1,6 @@
 /*
  * tcp-pingpong - raw TCP ping-pong, the baseline for sluice-perf's latency
- * test.
+ * test (tcp-stream is the one for its bandwidth test).
  *
  *   tcp-pingpong --server --port P [--host H] [--busy-poll]
  *   tcp-pingpong --client --host H --port P [--size 8] [--iters 100000]
@@ -21,26 +21,22 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
 #include "common.h"
+#include "tcp_common.h"
 
 #define PROG "tcp-pingpong"
 #define HDR_MAGIC 0x534c5050u	/* "SLPP" */
-#define SIZE_MAX_MSG (16u << 20)
+#define SIZE_MAX_MSG (1u << 30)	/* as SL_MSG_MAX of sluice.h */
 
 struct opts {
 	int role;		/* 's' or 'c' */
@@ -66,7 +62,8 @@ static void usage(FILE *f)
 		"  --host H         address to bind (server, default 127.0.0.1) or\n"
 		"                   connect to (client, required)\n"
 		"  --port P         TCP port, 1..65535\n"
-		"  --size BYTES     message size, K/M suffix allowed (default 8)\n"
+		"  --size BYTES     message size, 1..1G, K/M/G suffix allowed\n"
+		"                   (default 8)\n"
 		"  --iters N        measured round trips (default 100000)\n"
 		"  --warmup N       unmeasured round trips first (default 1000)\n"
 		"  --busy-poll      non-blocking sockets, spin on recv(MSG_DONTWAIT)\n"
@@ -74,117 +71,17 @@ static void usage(FILE *f)
 		"  --help           this text\n");
 }
 
-/*
- * Read exactly @n bytes.  Returns 1 when done, 0 on a clean EOF before the
- * first byte (the peer closed between messages), -1 on error or on EOF in
- * the middle of a message (errno set).
- */
-static int read_full(int fd, void *buf, size_t n, bool busy)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = recv(fd, (char *)buf + got, n - got,
-				 busy ? MSG_DONTWAIT : 0);
-
-		if (r > 0) {
-			got += (size_t)r;
-		} else if (r == 0) {
-			if (got == 0)
-				return 0;
-			errno = EPIPE;
-			return -1;
-		} else if (errno == EINTR ||
-			   (busy && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-			continue;
-		} else {
-			return -1;
-		}
-	}
-	return 1;
-}
-
-/* Write exactly @n bytes; MSG_NOSIGNAL turns a closed peer into EPIPE. */
-static int write_full(int fd, const void *buf, size_t n, bool busy)
-{
-	size_t put = 0;
-
-	while (put < n) {
-		ssize_t r = send(fd, (const char *)buf + put, n - put,
-				 MSG_NOSIGNAL | (busy ? MSG_DONTWAIT : 0));
-
-		if (r >= 0)
-			put += (size_t)r;
-		else if (errno == EINTR ||
-			 (busy && (errno == EAGAIN || errno == EWOULDBLOCK)))
-			continue;
-		else
-			return -1;
-	}
-	return 0;
-}
-
-static void set_socket_opts(int fd, bool busy)
-{
-	int one = 1;
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-		die("setsockopt(TCP_NODELAY): %s", strerror(errno));
-	if (busy) {
-		int fl = fcntl(fd, F_GETFL);
-
-		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-			die("fcntl(O_NONBLOCK): %s", strerror(errno));
-	}
-}
-
-static struct addrinfo *resolve(const char *host, const char *port)
-{
-	struct addrinfo hints = { 0 }, *res;
-	int rc;
-
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0)
-		die("%s:%s: %s", host, port, gai_strerror(rc));
-	return res;
-}
-
 static int run_server(const struct opts *o)
 {
-	struct addrinfo *res = resolve(o->host, o->port), *ai;
-	int lfd = -1, fd, one = 1, rc;
+	int fd, rc;
 	uint32_t hdr[2];
 	size_t size;
 	char *buf;
 
-	for (ai = res; ai; ai = ai->ai_next) {
-		lfd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-			     ai->ai_protocol);
-		if (lfd < 0)
-			continue;
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(lfd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(lfd, 1) == 0)
-			break;
-		close(lfd);
-		lfd = -1;
-	}
-	if (lfd < 0)
-		die("cannot listen on %s:%s: %s", o->host, o->port, strerror(errno));
-	freeaddrinfo(res);
+	fd = tcp_accept_one(tcp_listen(o->host, o->port));
+	tcp_set_opts(fd, o->busy);
 
-	do
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		die("accept: %s", strerror(errno));
-	close(lfd);
-	set_socket_opts(fd, o->busy);
-
-	rc = read_full(fd, hdr, sizeof(hdr), o->busy);
+	rc = tcp_read_full(fd, hdr, sizeof(hdr), o->busy);
 	if (rc == 0) {
 		close(fd);
 		return 0;
@@ -195,20 +92,20 @@ static int run_server(const struct opts *o)
 		die("bad header from client (not " PROG "?)");
 	size = ntohl(hdr[1]);
 	if (size == 0 || size > SIZE_MAX_MSG)
-		die("client asked for message size %zu (allowed 1..%u)",
-		    size, SIZE_MAX_MSG);
+		die("client asked for message size %zu (allowed 1..%" PRIu64 ")",
+		    size, (uint64_t)SIZE_MAX_MSG);
 	buf = malloc(size);
 	if (!buf)
 		die("out of memory");
 
 	/* Echo whole messages until the client closes between two of them. */
 	for (;;) {
-		rc = read_full(fd, buf, size, o->busy);
+		rc = tcp_read_full(fd, buf, size, o->busy);
 		if (rc == 0)
 			break;
 		if (rc < 0)
 			die("read: %s", strerror(errno));
-		if (write_full(fd, buf, size, o->busy) < 0)
+		if (tcp_write_full(fd, buf, size, o->busy) < 0)
 			die("write: %s", strerror(errno));
 	}
 	free(buf);
@@ -218,30 +115,15 @@ static int run_server(const struct opts *o)
 
 static int run_client(const struct opts *o)
 {
-	struct addrinfo *res = resolve(o->host, o->port), *ai;
 	uint64_t total = o->warmup + o->iters, i, *rtt;
 	uint64_t med, p99;
-	int fd = -1, saved = 0;
 	uint32_t hdr[2];
 	char *tx, *rx;
+	int fd;
 
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		saved = errno;
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0)
-		die("cannot connect to %s:%s: %s", o->host, o->port,
-		    strerror(saved ? saved : errno));
-	freeaddrinfo(res);
+	fd = tcp_connect(o->host, o->port);
 	/* Non-blocking only after connect, so connect itself stays simple. */
-	set_socket_opts(fd, o->busy);
+	tcp_set_opts(fd, o->busy);
 
 	tx = calloc(1, o->size);
 	rx = calloc(1, o->size);
@@ -251,7 +133,7 @@ static int run_client(const struct opts *o)
 
 	hdr[0] = htonl(HDR_MAGIC);
 	hdr[1] = htonl((uint32_t)o->size);
-	if (write_full(fd, hdr, sizeof(hdr), o->busy) < 0)
+	if (tcp_write_full(fd, hdr, sizeof(hdr), o->busy) < 0)
 		die("write: %s", strerror(errno));
 
 	for (i = 0; i < total; i++) {
@@ -262,9 +144,9 @@ static int run_client(const struct opts *o)
 		/* A per-iteration stamp proves the echo is this round trip's. */
 		memcpy(tx, &i, stamp);
 		t0 = now_ns();
-		if (write_full(fd, tx, o->size, o->busy) < 0)
+		if (tcp_write_full(fd, tx, o->size, o->busy) < 0)
 			die("write: %s", strerror(errno));
-		rc = read_full(fd, rx, o->size, o->busy);
+		rc = tcp_read_full(fd, rx, o->size, o->busy);
 		t1 = now_ns();
 		if (rc <= 0)
 			die("read: %s", rc == 0 ? "server closed" : strerror(errno));
@@ -335,7 +217,7 @@ int main(int argc, char **argv)
 			break;
 		case 'z':
 			if (parse_u64(optarg, 1, SIZE_MAX_MSG, &o.size) < 0)
-				bad_usage("bad --size '%s' (1..16M)", optarg);
+				bad_usage("bad --size '%s' (1..1G)", optarg);
 			break;
 		case 'n':
 			if (parse_u64(optarg, 1, 1000000000, &o.iters) < 0)
