@@ -130,6 +130,7 @@ static void fail_list(struct link *l, struct link_frame_list *list, int status)
 		} else {
 			TAILQ_REMOVE(list, f, link);
 			l->n_backlog--;
+			l->n_ctl--;
 			free(f);
 		}
 	}
@@ -240,7 +241,7 @@ static int post_ctl(struct link *l, struct link_frame *f)
 		wf.u.nak.status = f->ctl_status;
 		break;
 	case SL_WIRE_RTR:
-		wf.u.rtr.send_id = f->rtr_send_id;
+		wf.u.rtr.send_id = f->ctl_send_id;
 		wf.u.rtr.raddr = f->rtr_raddr;
 		wf.u.rtr.len = f->rtr_len;
 		wf.u.rtr.rkey = f->rtr_rkey;
@@ -250,6 +251,9 @@ static int post_ctl(struct link *l, struct link_frame *f)
 	case SL_WIRE_FIN:
 		wf.u.fin.recv_id = f->ctl_recv_id;
 		wf.u.fin.status = f->ctl_status;
+		break;
+	case SL_WIRE_DONE:
+		wf.u.done.send_id = f->ctl_send_id;
 		break;
 	default:
 		return -EINVAL;
@@ -389,6 +393,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 				f->type, strerror(-rc));
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
+		l->n_ctl--;
 		free(f);
 	}
 	for (;;) {
@@ -490,6 +495,7 @@ static struct link_frame *queue_ctl(struct link *l, uint8_t type)
 	else
 		TAILQ_INSERT_TAIL(&l->backlog, f, link);
 	l->n_backlog++;
+	l->n_ctl++;
 	daemon_kick(l->d);
 	return f;
 }
@@ -525,7 +531,7 @@ static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64
 
 	if (!f)
 		return;
-	f->rtr_send_id = send_id;
+	f->ctl_send_id = send_id;
 	f->ctl_recv_id = recv_id;
 	f->rtr_raddr = raddr;
 	f->rtr_len = len;
@@ -659,6 +665,27 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 	return 0;
 }
 
+/*
+ * The receiver has the data and completed its receive: only now does the
+ * send complete SL_OK.  A write that merely left this daemon (or that a
+ * NIC acknowledged) could still die with the receiving daemon; then the
+ * link fails the send instead.  Its last write may still wait for its own
+ * completion (wrs > 0): the send finishes then.
+ */
+static int process_done(struct link *l, uint64_t send_id)
+{
+	struct link_frame *f = find_rndv_send(l, send_id);
+
+	if (!f || !f->last_posted || f->decided) {
+		log_warn("link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
+			 (unsigned long long)send_id);
+		return -EPROTO;
+	}
+	l->rndv_tx_done++;
+	send_decide(l, f, SL_OK);
+	return 0;
+}
+
 /* ---- rendezvous: receiving side ---- */
 
 static struct rndv_recv *find_rndv_recv(struct link *l, uint32_t recv_id)
@@ -686,11 +713,14 @@ static void rndv_recv_free(struct rndv_recv *rr)
 	free(rr);
 }
 
-/* The data is in place. */
+/* The data is in place: the receive completes, and the sender hears so. */
 static void rndv_recv_complete(struct rndv_recv *rr)
 {
 	struct match_recv *r = rr->r;
+	struct link_frame *f = queue_ctl(rr->l, SL_WIRE_DONE);
 
+	if (f)
+		f->ctl_send_id = rr->send_id;
 	rr->l->rndv_rx_done++;
 	engine_complete(rr->q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
 			rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
@@ -889,6 +919,7 @@ static void link_went_down(struct link *l, int err)
 		if (!is_send(f)) {
 			TAILQ_REMOVE(&l->backlog, f, link);
 			l->n_backlog--;
+			l->n_ctl--;
 			free(f);
 		}
 	}
@@ -1010,17 +1041,10 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	if (!f)
 		return;	/* a control frame */
 	f->wrs--;
-	if (wr_id & 1) {
-		/* An RDMA write.  An error is followed by closed(), which
-		 * fails the send; success of the last one completes it. */
-		if (status)
-			f->write_failed = true;
-		else if (f->last_posted && f->wrs == 0 && !f->write_failed) {
-			l->rndv_tx_done++;
-			send_decide(l, f, SL_OK);
-			return;
-		}
-	}
+	/* An RDMA write error is followed by closed(), which fails the
+	 * send; success waits for the receiver's DONE. */
+	if ((wr_id & 1) && status)
+		f->write_failed = true;
 	send_try_finish(l, f);
 }
 
@@ -1190,6 +1214,9 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		break;
 	case SL_WIRE_FIN:
 		rc = process_fin(l, wf->u.fin.recv_id, wf->u.fin.status);
+		break;
+	case SL_WIRE_DONE:
+		rc = process_done(l, wf->u.done.send_id);
 		break;
 	case SL_WIRE_ACK:
 		break;

@@ -16,10 +16,12 @@
  * RTR names a registered destination, the sender registers its source
  * (registration cache), and the frame joins the link's write list, from
  * which RDMA writes of LINK_WRITE_SEGMENT bytes go out interleaved with
- * other data; the last carries the peer's recv_id as its immediate.  The
- * send completes when the last write completes.  On the receiving side a
- * struct rndv_recv holds the matched receive and its registration from
- * the RTR until the immediate (or a FIN) arrives.
+ * other data; the last carries the peer's recv_id as its immediate.  On
+ * the receiving side a struct rndv_recv holds the matched receive and its
+ * registration from the RTR until the immediate (or a FIN) arrives; the
+ * receive then completes and a DONE goes back, and only the DONE
+ * completes the send (a write that left, or that a NIC acknowledged, can
+ * still die with the receiving daemon).
  *
  * Every SQ post that fails (SQ full, -ENOMEM) leaves its frame or write
  * where it was; a send completion, an ACK or a retry timer (when nothing
@@ -94,7 +96,7 @@ struct link_frame {
 	/* Control frames. */
 	uint64_t nak_seq;
 	uint32_t ctl_status;	/* NAK, RTR, FIN */
-	uint64_t rtr_send_id;
+	uint64_t ctl_send_id;
 	uint64_t rtr_raddr;
 	uint64_t rtr_len;
 	uint32_t rtr_rkey;
@@ -142,7 +144,8 @@ struct link {
 	struct link_frame_list backlog;
 	/* Data frames handed to the transport, waiting for ACK/NAK. */
 	struct link_frame_list unacked;
-	uint32_t n_backlog;
+	uint32_t n_backlog;		/* sends and control frames */
+	uint32_t n_ctl;			/* of those, control frames */
 	uint32_t n_unacked;
 	/* Rendezvous sends past their RTS (rlink), those with writes to post
 	 * (wlink), and rendezvous receives. */

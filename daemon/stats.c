@@ -88,6 +88,7 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.state %s\n", n, link_state_name(l->state));
 		fprintf(f, "link.%s.connects %llu\n", n, (unsigned long long)l->connects);
 		fprintf(f, "link.%s.backlog %u\n", n, l->n_backlog);
+		fprintf(f, "link.%s.ctl_queued %u\n", n, l->n_ctl);
 		fprintf(f, "link.%s.unacked %u\n", n, l->n_unacked);
 		fprintf(f, "link.%s.rndv_tx %u\n", n, l->n_rndv_tx);
 		fprintf(f, "link.%s.rndv_rx %u\n", n, l->n_rndv_rx);

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Version 1: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE as below. */
+/* Version 1: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE, DONE as below. */
 #define SL_WIRE_VERSION 1u
 
 #define SL_WIRE_COMMON_LEN 32u
@@ -50,7 +50,8 @@ enum sl_wire_type {
 	SL_WIRE_RTR = 6,
 	SL_WIRE_FIN = 7,
 	SL_WIRE_WRITE = 8,
-	SL_WIRE_TYPE_MAX = SL_WIRE_WRITE,
+	SL_WIRE_DONE = 9,
+	SL_WIRE_TYPE_MAX = SL_WIRE_DONE,
 };
 
 /*
@@ -145,6 +146,17 @@ enum sl_wire_type {
  */
 #define SL_WIRE_WRITE_LEN 56u
 
+/*
+ * DONE (control frame, no payload): the receiver has the data of
+ * rendezvous send_id in the matched receive's buffer and has completed
+ * it.  Only then does the send complete: a write that left the sender
+ * (or that the peer's NIC acknowledged) may still die with its daemon.
+ *   32 u64 send_id      not 0
+ *   40 u32 status       0 in version 1
+ *   44 u32 rsvd         0
+ */
+#define SL_WIRE_DONE_LEN 48u
+
 struct sl_wire_frame {
 	uint8_t type;
 	uint16_t flags;
@@ -195,6 +207,10 @@ struct sl_wire_frame {
 			uint32_t has_imm;
 			uint32_t imm;
 		} write;
+		struct {
+			uint64_t send_id;
+			uint32_t status;
+		} done;
 	} u;
 };
 
@@ -212,8 +228,8 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
  * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a data
  * frame or non-zero on a control frame, a bad NAK status or nak_seq 0, a
- * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any rendezvous or
- * WRITE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
+ * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any RTS, RTR, FIN,
+ * WRITE or DONE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
  */
 int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
@@ -233,7 +249,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
- * has_imm not 0/1 or an imm without has_imm.  Bytes after the frame are
+ * has_imm not 0/1 or an imm without has_imm, a DONE with send_id 0 or a
+ * status other than 0.  Bytes after the frame are
  * not looked at.  Never reads past @buf + @len.  Thread-safe.  The wire
  * cannot check everything: a receiver checks an RTR's len against its
  * message, and a WRITE's (raddr, payload_len) against its MR table.

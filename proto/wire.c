@@ -71,6 +71,8 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 		return SL_WIRE_FIN_LEN;
 	case SL_WIRE_WRITE:
 		return SL_WIRE_WRITE_LEN;
+	case SL_WIRE_DONE:
+		return SL_WIRE_DONE_LEN;
 	default:
 		return 0;
 	}
@@ -146,6 +148,8 @@ static int fields_valid(const struct sl_wire_frame *f)
 		return f->u.fin.recv_id != 0 && status_or_ok_valid(f->u.fin.status);
 	case SL_WIRE_WRITE:
 		return f->u.write.has_imm <= 1 && (f->u.write.has_imm || f->u.write.imm == 0);
+	case SL_WIRE_DONE:
+		return f->u.done.send_id != 0 && f->u.done.status == SL_OK;
 	default:
 		return 1;
 	}
@@ -227,6 +231,10 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u32(p + 40, f->u.write.rkey);
 		put_u32(p + 44, f->u.write.has_imm);
 		put_u32(p + 48, f->u.write.imm);
+		break;
+	case SL_WIRE_DONE:
+		put_u64(p + 32, f->u.done.send_id);
+		put_u32(p + 40, f->u.done.status);
 		break;
 	default:
 		break;
@@ -325,6 +333,12 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		tmp.u.write.rkey = get_u32(p + 40);
 		tmp.u.write.has_imm = get_u32(p + 44);
 		tmp.u.write.imm = get_u32(p + 48);
+		break;
+	case SL_WIRE_DONE:
+		if (get_u32(p + 44) != 0)
+			return -EPROTO;
+		tmp.u.done.send_id = get_u64(p + 32);
+		tmp.u.done.status = get_u32(p + 40);
 		break;
 	default:
 		break;

@@ -366,6 +366,17 @@ void h_daemon_stop(struct h_daemon *d)
 	d->pid = 0;
 }
 
+void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned n_peers,
+		      const char *conf)
+{
+	char name[H_NAME_MAX];
+	uint16_t port = d->tcp_port;
+
+	H_ASSERT(d->pid == 0, "daemon %s is still running (pid %d)", d->name, (int)d->pid);
+	snprintf(name, sizeof(name), "%s", d->name);
+	h_daemon_start_conf(d, name, port, peers, n_peers, conf);
+}
+
 void h_daemon_kill(struct h_daemon *d)
 {
 	int st;
@@ -422,6 +433,18 @@ void h_cluster_start(struct h_daemon *ds, const char *const *names, unsigned n)
 void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigned n,
 			  const char *conf)
 {
+	const char *confs[H_MAX_NODES];
+	unsigned i;
+
+	H_ASSERT(n >= 1 && n <= H_MAX_NODES, "%u nodes", n);
+	for (i = 0; i < n; i++)
+		confs[i] = conf;
+	h_cluster_start_confs(ds, names, n, confs);
+}
+
+void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *confs)
+{
 	struct h_daemon peers[H_MAX_NODES];
 	uint16_t ports[H_MAX_NODES];
 	unsigned i, j, k;
@@ -437,7 +460,7 @@ void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigne
 		for (j = 0, k = 0; j < n; j++)
 			if (j != i)
 				peers[k++] = ds[j];
-		h_daemon_start_conf(&ds[i], names[i], ports[i], peers, k, conf);
+		h_daemon_start_conf(&ds[i], names[i], ports[i], peers, k, confs ? confs[i] : NULL);
 	}
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
@@ -708,4 +731,107 @@ int h_read_byte(int fd, uint8_t *b, int timeout_ms)
 			return -errno;
 		return (int)n;
 	}
+}
+
+/* ---- statistics ---- */
+
+void h_daemon_stats(const struct h_daemon *d, struct h_stats *st)
+{
+	char path[H_PATH_MAX + 32];
+	int64_t deadline;
+	ssize_t n;
+	int fd;
+
+	H_ASSERT(d->pid > 0, "daemon %s not running", d->name);
+	snprintf(st->daemon, sizeof(st->daemon), "%s", d->name);
+	snprintf(path, sizeof(path), "%s/sluiced.stats", d->dir);
+	/* A file still there is an older snapshot: the new one replaces it
+	 * by rename, so its appearance says the daemon answered. */
+	H_ASSERT(unlink(path) == 0 || errno == ENOENT, "unlink %s: %s", path, strerror(errno));
+	H_ASSERT(kill(d->pid, SIGUSR1) == 0, "kill -USR1 %s: %s", d->name, strerror(errno));
+	deadline = h_now_ms() + H_STATS_TIMEOUT_MS;
+	while ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		H_ASSERT(errno == ENOENT, "open %s: %s", path, strerror(errno));
+		H_ASSERT(h_daemon_alive(d), "daemon %s died (asked for its stats)", d->name);
+		H_ASSERT(h_now_ms() < deadline, "daemon %s wrote no %s within %d ms of SIGUSR1",
+			 d->name, path, H_STATS_TIMEOUT_MS);
+		h_sleep_ms(2);
+	}
+	st->len = 0;
+	for (;;) {
+		n = read(fd, st->text + st->len, sizeof(st->text) - 1 - st->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		H_ASSERT(n >= 0, "read %s: %s", path, strerror(errno));
+		if (n == 0)
+			break;
+		st->len += (size_t)n;
+		H_ASSERT(st->len < sizeof(st->text) - 1, "%s: over %zu bytes", path,
+			 sizeof(st->text) - 1);
+	}
+	H_ASSERT(close(fd) == 0, "close: %s", strerror(errno));
+	st->text[st->len] = '\0';
+}
+
+/* The value of line "@name value" in @st, and its length; NULL if none. */
+static const char *stats_find(const struct h_stats *st, const char *name, size_t *vlen)
+{
+	size_t nlen = strlen(name);
+	const char *p = st->text;
+
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+
+		if (!eol)
+			eol = p + strlen(p);
+		if ((size_t)(eol - p) > nlen && !strncmp(p, name, nlen) && p[nlen] == ' ') {
+			*vlen = (size_t)(eol - (p + nlen + 1));
+			return p + nlen + 1;
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return NULL;
+}
+
+uint64_t h_stats_u64(const struct h_stats *st, const char *name)
+{
+	char buf[32], *end;
+	unsigned long long v;
+
+	h_stats_str(st, name, buf, sizeof(buf));
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	H_ASSERT(buf[0] >= '0' && buf[0] <= '9' && !*end && errno == 0,
+		 "daemon %s: stat %s = \"%s\" is not a number", st->daemon, name, buf);
+	return (uint64_t)v;
+}
+
+const char *h_stats_str(const struct h_stats *st, const char *name, char *buf, size_t cap)
+{
+	size_t vlen = 0;
+	const char *v = stats_find(st, name, &vlen);
+
+	H_ASSERT(v, "daemon %s: no stat named %s", st->daemon, name);
+	H_ASSERT(vlen < cap, "daemon %s: stat %s: %zu bytes do not fit in %zu", st->daemon,
+		 name, vlen, cap);
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	return buf;
+}
+
+uint64_t h_daemon_stat(const struct h_daemon *d, const char *name)
+{
+	static struct h_stats st;	/* 16 KiB: not on the stack */
+
+	h_daemon_stats(d, &st);
+	return h_stats_u64(&st, name);
+}
+
+const char *h_daemon_stat_str(const struct h_daemon *d, const char *name, char *buf,
+			      size_t cap)
+{
+	static struct h_stats st;
+
+	h_daemon_stats(d, &st);
+	return h_stats_str(&st, name, buf, cap);
 }

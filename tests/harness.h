@@ -83,6 +83,16 @@ void h_daemon_start(struct h_daemon *d, const char *name, uint16_t tcp_port,
 void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port,
 			 const struct h_daemon *peers, unsigned n_peers, const char *conf);
 
+/*
+ * h_daemon_restart - start @d again after h_daemon_kill() or
+ * h_daemon_stop(): same name and TCP port (so its peers redial it), a
+ * fresh runtime dir, @peers and @conf as for h_daemon_start_conf().
+ * Returns once its control socket answers; does not wait for links (use
+ * h_wait_link).  Fatal on error.
+ */
+void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned n_peers,
+		      const char *conf);
+
 /* SIGTERM, wait (bounded), require exit status 0 and the socket removed,
  * then remove the runtime directory.  Fatal on error. */
 void h_daemon_stop(struct h_daemon *d);
@@ -106,7 +116,45 @@ void h_cluster_start(struct h_daemon *ds, const char *const *names, unsigned n);
 /* h_cluster_start() with every daemon reading @conf (see h_daemon_start_conf). */
 void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigned n,
 			  const char *conf);
+/* h_cluster_start() with daemon i reading @confs[i] (@confs NULL, or an
+ * entry NULL: no file), for clusters whose nodes differ. */
+void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *confs);
 void h_cluster_stop(struct h_daemon *ds, unsigned n);
+
+/*
+ * Daemon statistics.  On SIGUSR1 sluiced writes every counter and gauge,
+ * one "name value" line each, to runtime_dir/sluiced.stats (written
+ * beside and renamed into place; names in daemon/stats.c, e.g.
+ * rcache.regions, xport.post_enomem, link.B.backlog, link.B.state).
+ *
+ * h_daemon_stats - one consistent snapshot: remove the old file, signal
+ * the daemon, wait (bounded, H_STATS_TIMEOUT_MS) for the new file and
+ * read it into @st.  Fatal on error (daemon gone, no file in time, file
+ * larger than H_STATS_MAX).  Values read from one snapshot were true at
+ * the same instant of the daemon's loop.
+ * h_stats_u64 - the value of @name in @st as a number; fatal if there is
+ * no such line or its value is not a decimal number.
+ * h_stats_str - the value of @name as text, copied into @buf (@cap bytes,
+ * NUL-terminated); fatal if there is no such line or it does not fit.
+ * Returns @buf.
+ * h_daemon_stat / h_daemon_stat_str - a fresh snapshot and one value of
+ * it: for a single value; take a snapshot to compare values.
+ */
+#define H_STATS_MAX 16384
+#define H_STATS_TIMEOUT_MS 2000
+struct h_stats {
+	char daemon[H_NAME_MAX];	/* for messages */
+	size_t len;
+	char text[H_STATS_MAX];
+};
+
+void h_daemon_stats(const struct h_daemon *d, struct h_stats *st);
+uint64_t h_stats_u64(const struct h_stats *st, const char *name);
+const char *h_stats_str(const struct h_stats *st, const char *name, char *buf, size_t cap);
+uint64_t h_daemon_stat(const struct h_daemon *d, const char *name);
+const char *h_daemon_stat_str(const struct h_daemon *d, const char *name, char *buf,
+			      size_t cap);
 
 /*
  * h_wait_link - wait until a message from @from reaches @to's daemon: a

@@ -27,7 +27,7 @@
 
 static const uint8_t all_types[] = {
 	SL_WIRE_HELLO, SL_WIRE_EAGER, SL_WIRE_ACK, SL_WIRE_NAK,
-	SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN, SL_WIRE_WRITE,
+	SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN, SL_WIRE_WRITE, SL_WIRE_DONE,
 };
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -58,6 +58,8 @@ static uint32_t spec_hdr_len(uint8_t type)
 		return 48;
 	case SL_WIRE_WRITE:
 		return 56;
+	case SL_WIRE_DONE:
+		return 48;
 	default:
 		return 0;
 	}
@@ -180,6 +182,10 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.write.has_imm = 1;
 		f.u.write.imm = 0xf1f2f3f4u;
 		break;
+	case SL_WIRE_DONE:
+		f.u.done.send_id = 0xe1e2e3e4e5e6e7e8ull;
+		f.u.done.status = SL_OK;		/* the only one in version 1 */
+		break;
 	default:
 		break;
 	}
@@ -230,6 +236,9 @@ static int frames_equal(const struct sl_wire_frame *a,
 		       a->u.write.rkey == b->u.write.rkey &&
 		       a->u.write.has_imm == b->u.write.has_imm &&
 		       a->u.write.imm == b->u.write.imm;
+	case SL_WIRE_DONE:
+		return a->u.done.send_id == b->u.done.send_id &&
+		       a->u.done.status == b->u.done.status;
 	case SL_WIRE_ACK:
 		return 1;
 	default:
@@ -288,6 +297,10 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.write.rkey, b->u.write.rkey);
 		ck_assert_uint_eq(a->u.write.has_imm, b->u.write.has_imm);
 		ck_assert_uint_eq(a->u.write.imm, b->u.write.imm);
+		break;
+	case SL_WIRE_DONE:
+		ck_assert_uint_eq(a->u.done.send_id, b->u.done.send_id);
+		ck_assert_uint_eq(a->u.done.status, b->u.done.status);
 		break;
 	default:
 		break;
@@ -412,6 +425,10 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le32(p + 40, f->u.write.rkey);
 		put_le32(p + 44, f->u.write.has_imm);
 		put_le32(p + 48, f->u.write.imm);
+		break;
+	case SL_WIRE_DONE:
+		put_le64(p + 32, f->u.done.send_id);
+		put_le32(p + 40, f->u.done.status);
 		break;
 	default:
 		break;
@@ -576,6 +593,14 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
 			return 1;
 		break;
+	case SL_WIRE_DONE:
+		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
+			return 1;
+		if (HAVE(40, 4) && get_le(p + 40, 4) != 0)
+			return 1;
+		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
+			return 1;
+		break;
 	default:
 		break;
 	}
@@ -595,13 +620,16 @@ START_TEST(test_hdr_len)
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_RTR), SL_WIRE_RTR_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_FIN), SL_WIRE_FIN_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_WRITE), SL_WIRE_WRITE_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_DONE), SL_WIRE_DONE_LEN);
+	ck_assert_uint_eq(SL_WIRE_DONE, 9);
+	ck_assert_uint_eq(SL_WIRE_DONE_LEN, 48);
 	ck_assert_uint_eq(sl_wire_hdr_len(0), 0);
-	ck_assert_uint_eq(sl_wire_hdr_len(9), 0);
+	ck_assert_uint_eq(sl_wire_hdr_len(10), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_TYPE_MAX + 1), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(255), 0);
-	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 8);
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 9);
 	ck_assert_uint_eq(N_TYPES, SL_WIRE_TYPE_MAX);
-	/* Every type byte: exactly 1..8 are known, with the documented
+	/* Every type byte: exactly 1..9 are known, with the documented
 	 * lengths, and the largest is SL_WIRE_HDR_MAX. */
 	uint32_t max = 0;
 	for (unsigned t = 0; t < 256; t++) {
@@ -777,6 +805,18 @@ START_TEST(test_round_trip_extremes_rndv)
 	f.payload_len = 1;
 	f.u.write.has_imm = 1;
 	expect_valid(&f);	/* an immediate of 0 is still an immediate */
+
+	f = make_frame(SL_WIRE_DONE);
+	f.ack = UINT64_MAX;
+	f.u.done.send_id = UINT64_MAX;
+	f.u.done.status = SL_OK;
+	expect_valid(&f);
+	memset(&f.u, 0, sizeof(f.u));
+	f.ack = 0;
+	f.u.done.send_id = 1;
+	expect_valid(&f);
+	f.u.done.send_id = 1ull << 63;
+	expect_valid(&f);
 }
 END_TEST
 
@@ -994,6 +1034,33 @@ START_TEST(test_exact_bytes_write)
 }
 END_TEST
 
+START_TEST(test_exact_bytes_done)
+{
+	static const uint8_t want[SL_WIRE_DONE_LEN] = {
+		/* 0 version, type 9, flags */
+		0x01, 0x09, 0x00, 0x00,
+		/* 4 hdr_len = 48 */
+		0x30, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: control frame */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 send_id */
+		0xe8, 0xe7, 0xe6, 0xe5, 0xe4, 0xe3, 0xe2, 0xe1,
+		/* 40 status = SL_OK, the only one in version 1 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 44 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+
+	check_golden(SL_WIRE_DONE, want, sizeof(want));
+}
+END_TEST
+
 START_TEST(test_exact_bytes_hello_nak_ack)
 {
 	uint8_t buf[SL_WIRE_HDR_MAX];
@@ -1059,10 +1126,15 @@ END_TEST
 START_TEST(test_bad_type)
 {
 	static const uint8_t types[] = {
-		0, SL_WIRE_TYPE_MAX + 1, 10, 128, 255,
+		0, SL_WIRE_TYPE_MAX + 1, 10, 11, 0x19, 128, 0x89, 255,
 	};
 	uint8_t buf[128];
 
+	/* Really unknown: 0 or above the last type (DONE, 9, is known). */
+	for (size_t i = 0; i < sizeof(types); i++) {
+		ck_assert(types[i] == 0 || types[i] > SL_WIRE_TYPE_MAX);
+		ck_assert_uint_eq(sl_wire_hdr_len(types[i]), 0);
+	}
 	for (size_t t = 0; t < N_TYPES; t++) {
 		for (size_t i = 0; i < sizeof(types); i++) {
 			size_t len = encode_valid(all_types[t], buf, sizeof(buf));
@@ -1087,7 +1159,8 @@ START_TEST(test_bad_hdr_len)
 			SL_WIRE_HDR_MAX + 8, UINT32_MAX, 0x80000000u,
 			SL_WIRE_HELLO_LEN, SL_WIRE_EAGER_LEN, SL_WIRE_ACK_LEN,
 			SL_WIRE_NAK_LEN, SL_WIRE_RTS_LEN, SL_WIRE_RTR_LEN,
-			SL_WIRE_FIN_LEN, SL_WIRE_WRITE_LEN, hlen | 0x100,
+			SL_WIRE_FIN_LEN, SL_WIRE_WRITE_LEN, SL_WIRE_DONE_LEN,
+			hlen | 0x100,
 			hlen | 0x01000000u,
 		};
 
@@ -1171,6 +1244,10 @@ START_TEST(test_bad_rsvd)
 		case SL_WIRE_WRITE:
 			rs = 52;
 			re = 56;
+			break;
+		case SL_WIRE_DONE:
+			rs = 44;
+			re = 48;
 			break;
 		default:
 			ck_assert_uint_eq(type, SL_WIRE_ACK);	/* no type header */
@@ -1417,6 +1494,10 @@ START_TEST(test_encode_errors)
 	f.type = 0;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = SL_WIRE_TYPE_MAX + 1;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.type = 10;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.type = 11;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = 255;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
@@ -1760,6 +1841,134 @@ START_TEST(test_write_rules)
 }
 END_TEST
 
+/*
+ * DONE: send_id not 0, status 0 (the only value in version 1), rsvd 0; a
+ * control frame without payload.  Each rule both ways: the encoder refuses
+ * the frame, the decoders its bytes.
+ */
+START_TEST(test_done_rules)
+{
+	static const uint64_t seqs[] = {
+		1, 0x100, 1ull << 32, 1ull << 63, UINT64_MAX,
+	};
+	static const uint32_t pls[] = {
+		1, 8, SMALL_PAYLOAD, SL_WIRE_PAYLOAD_MAX, SL_WIRE_PAYLOAD_MAX + 1,
+		UINT32_MAX,
+	};
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+
+	/* send_id 0, whatever else the frame holds. */
+	f = make_frame(SL_WIRE_DONE);
+	f.u.done.send_id = 0;
+	expect_invalid(&f);
+	f.ack = 0;
+	expect_invalid(&f);
+	f.ack = UINT64_MAX;
+	expect_invalid(&f);
+	f.u.done.status = SL_ERR_PEER_DOWN;
+	expect_invalid(&f);
+	/* Any single byte of the 64-bit send_id makes it a name. */
+	for (int b = 0; b < 8; b++) {
+		f = make_frame(SL_WIRE_DONE);
+		f.u.done.send_id = 1ull << (8 * b);
+		expect_valid(&f);
+		f.u.done.send_id = 0x80ull << (8 * b);
+		expect_valid(&f);
+	}
+
+	/* Status: 0 only.  Not even the NAK/error statuses FIN and RTR take. */
+	for (size_t i = 0; i < N_BAD_STATUSES; i++) {
+		f = make_frame(SL_WIRE_DONE);
+		f.u.done.status = bad_statuses[i];
+		expect_invalid(&f);
+	}
+	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
+		f = make_frame(SL_WIRE_DONE);
+		f.u.done.status = nak_statuses[i];
+		expect_invalid(&f);
+		f.u.done.send_id = 1;
+		expect_invalid(&f);
+	}
+	/* Any bit of any byte of the status. */
+	for (int bit = 0; bit < 32; bit++) {
+		f = make_frame(SL_WIRE_DONE);
+		f.u.done.status = 1u << bit;
+		expect_invalid(&f);
+	}
+	/* Every low status byte, on the wire: 0 only. */
+	for (uint32_t st = 0; st < 256; st++) {
+		size_t len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+
+		put_le32(buf + 40, st);
+		if (st == 0)
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+
+	/* rsvd (44..47): every byte, any value; the encoder has no field for
+	 * it and always writes 0 (see test_exact_bytes_done). */
+	for (size_t b = 44; b < 48; b++) {
+		static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			size_t len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+
+			buf[b] = vals[v];
+			expect_eproto(buf, len);
+		}
+	}
+	{
+		size_t len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+
+		put_le32(buf + 44, UINT32_MAX);
+		expect_eproto(buf, len);
+		/* Bytes past the 48-byte header are not the DONE's. */
+		len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+		memset(buf + len, 0xff, 16);
+		expect_ok(buf, len + 16);
+	}
+
+	/* A control frame: no payload ... */
+	for (size_t i = 0; i < sizeof(pls) / sizeof(pls[0]); i++) {
+		size_t len;
+
+		f = make_frame(SL_WIRE_DONE);
+		f.payload_len = pls[i];
+		expect_invalid(&f);
+		len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+		put_le32(buf + 8, pls[i]);
+		expect_eproto(buf, len);
+	}
+	/* ... and no seq. */
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		f = make_frame(SL_WIRE_DONE);
+		f.seq = seqs[i];
+		expect_invalid(&f);
+		f.u.done.send_id = 1;
+		expect_invalid(&f);
+	}
+
+	/* Broken several ways at once is still broken. */
+	f = make_frame(SL_WIRE_DONE);
+	f.u.done.send_id = 0;
+	f.u.done.status = 1;
+	f.seq = 1;
+	f.payload_len = 1;
+	expect_invalid(&f);
+
+	/* And the valid extremes of what is left: any ack, any send_id. */
+	f = make_frame(SL_WIRE_DONE);
+	f.u.done.send_id = 1;
+	f.ack = 0;
+	expect_valid(&f);
+	f.u.done.send_id = UINT64_MAX;
+	f.ack = UINT64_MAX;
+	expect_valid(&f);
+}
+END_TEST
+
 /* xorshift64*: fixed seed, so a failure reproduces. */
 static uint64_t rng_state;
 
@@ -2005,6 +2214,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_exact_bytes_rtr);
 	tcase_add_test(tc, test_exact_bytes_fin);
 	tcase_add_test(tc, test_exact_bytes_write);
+	tcase_add_test(tc, test_exact_bytes_done);
 	tcase_add_test(tc, test_exact_bytes_hello_nak_ack);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_bad_type);
@@ -2019,6 +2229,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_rtr_rules);
 	tcase_add_test(tc, test_fin_rules);
 	tcase_add_test(tc, test_write_rules);
+	tcase_add_test(tc, test_done_rules);
 	tcase_add_loop_test(tc, test_truncated_header, 0, (int)N_TYPES);
 	tcase_add_loop_test(tc, test_length_beyond_buffer, 0, (int)N_PAYLOAD_TYPES);
 	tcase_add_test(tc, test_encode_errors);

@@ -1,0 +1,2686 @@
+/*
+ * test_rndv.c - large messages end to end: rendezvous between daemons
+ * (RTS, match, registration, RTR, RDMA writes emulated over tcp), the
+ * registration cache at its limits, send-queue pressure with injected
+ * -ENOMEM, cases C01, C04 and C08 of ../shared/cases/README.md, and the
+ * one-copy path within a node.
+ *
+ * Same conventions as test_integration.c: real daemons on TCP loopback
+ * (tests/harness.c), clients in forked processes that report through
+ * their exit code (enum cl_exit, with a line on stderr) and a shared
+ * result page, traffic planned from fixed seeds before the fork.  Daemon
+ * state is read from its statistics (SIGUSR1, h_daemon_stats()).  Every
+ * wait is bounded.  Each scenario is its own Check test case, so that
+ * CK_RUN_CASE=c04_sq_burst (for instance) runs one of them:
+ *   local_large            one copy within a node, truncation, 0 capacity
+ *   rcache_full            64 concurrent 4 MiB rendezvous, 8 registrations
+ *   sq_pressure            sq_depth 4, every 3rd post -ENOMEM, 1,000 msgs
+ *   c01_deferred_rtr       RTRs deferred on a full SQ; FIN after a failed
+ *                          registration gives the receive back
+ *   c04_sq_burst           5,500 sends into a 64-WR SQ, peer killed midway
+ *   c08_reset_during_rndv  peer killed with rendezvous in flight, cache
+ *                          disabled and enabled
+ * The kill-and-restart cases end with one more check, last so that the
+ * others run first: every send that completed SL_OK reached a receiver.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sluice.h"
+
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+#define EAGER_MAX 65536u	/* the daemons' default eager_max */
+#define CHUNK (2u * MiB)	/* the default [rcache] chunk_bytes */
+/* sl_alloc()'s block header (libclient/arena.c): the first allocation of
+ * a fresh queue starts this far into the arena. */
+#define ARENA_FIRST_OFF 64u
+
+/* ------------------------------------------------------------------ */
+/* Client processes: exit codes, setup, payloads                        */
+/* ------------------------------------------------------------------ */
+
+enum cl_exit {
+	CL_OK = 0,
+	CL_E_SETUP = 10,	/* sl_open, sl_queue_open or sl_alloc failed */
+	CL_E_POST = 11,		/* a post returned something other than 0 / -EAGAIN */
+	CL_E_POLL = 12,		/* sl_poll / sl_wait failed */
+	CL_E_STATUS = 13,	/* a completion with the wrong status */
+	CL_E_CTX = 14,		/* unknown or duplicate user_ctx, or an extra completion */
+	CL_E_META = 15,		/* wrong opcode, peer, tag or length in a completion */
+	CL_E_DATA = 16,		/* payload differs from what was sent */
+	CL_E_TIMEOUT = 18,	/* no progress for too long */
+	CL_E_SYNC = 20,		/* pipe coordination with other processes failed */
+	CL_E_DUP = 22,		/* a message delivered twice */
+};
+
+static const char *cl_exit_name(int code)
+{
+	switch (code) {
+	case CL_OK: return "ok";
+	case CL_E_SETUP: return "setup failed";
+	case CL_E_POST: return "post failed";
+	case CL_E_POLL: return "poll/wait failed";
+	case CL_E_STATUS: return "wrong completion status";
+	case CL_E_CTX: return "unknown, duplicate or extra completion";
+	case CL_E_META: return "wrong peer/tag/length/opcode";
+	case CL_E_DATA: return "payload mismatch";
+	case CL_E_TIMEOUT: return "no progress (timeout)";
+	case CL_E_SYNC: return "coordination pipe failed";
+	case CL_E_DUP: return "message delivered twice";
+	case 126: return "fork setup failed";
+	default: return "unknown exit code";
+	}
+}
+
+/* Name of the current client process, for its messages. */
+static const char *cl_name = "test";
+
+#define CL_DIE(code, ...) \
+	do { \
+		fprintf(stderr, "[client %s pid %d] ", cl_name, (int)getpid()); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, " (%s)\n", cl_exit_name(code)); \
+		_exit(code); \
+	} while (0)
+
+#define CL_REQUIRE(cond, code, ...) \
+	do { \
+		if (!(cond)) \
+			CL_DIE(code, __VA_ARGS__); \
+	} while (0)
+
+/* A client gives up after this long without any completion. */
+#define CL_STALL_MS 30000
+
+struct cl {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	sl_addr_t addr;
+};
+
+static void cl_open(struct cl *c, const struct h_daemon *d, uint32_t port, uint32_t depth)
+{
+	int rc = sl_open(d->sock, &c->ctx);
+
+	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_open %s: %s", d->sock, strerror(-rc));
+	rc = sl_queue_open(c->ctx, port, depth, &c->q);
+	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_open port %u: %s", port, strerror(-rc));
+	c->addr = sl_queue_addr(c->q);
+	CL_REQUIRE(c->addr.node == d->node && c->addr.port == port, CL_E_SETUP,
+		   "queue address %08x:%u, want %08x:%u", c->addr.node, c->addr.port, d->node,
+		   port);
+}
+
+static void cl_close(struct cl *c)
+{
+	int rc = sl_queue_close(c->q);
+
+	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_close: %s", strerror(-rc));
+	sl_close(c->ctx);
+}
+
+static uint8_t *cl_alloc(struct cl *c, size_t len)
+{
+	uint8_t *p = sl_alloc(c->q, len);
+
+	CL_REQUIRE(p, CL_E_SETUP, "sl_alloc %zu (arena %zu): %s", len, sl_arena_size(c->q),
+		   strerror(errno));
+	return p;
+}
+
+/*
+ * @n buffers of @len bytes each starting on a multiple of @align arena
+ * offset (the registration cache widens ranges to whole chunks of arena
+ * offsets, so chunk-aligned buffers make its byte counts exact).  Must be
+ * the queue's first allocation: that one starts at ARENA_FIRST_OFF.
+ */
+static void cl_alloc_aligned(struct cl *c, uint8_t **bufs, unsigned n, size_t len,
+			     size_t align)
+{
+	size_t stride = (len + align - 1) / align * align;
+	uint8_t *blk = cl_alloc(c, stride * n + align), *base = blk - ARENA_FIRST_OFF;
+	size_t off = ((size_t)(blk - base) + align - 1) / align * align;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		bufs[i] = base + off + (size_t)i * stride;
+}
+
+/* No completion may follow once everything is accounted for. */
+static void cl_expect_quiet(struct cl *c, int ms)
+{
+	struct sl_cqe cqe;
+	int rc = h_wait_cqe(c->q, &cqe, ms);
+
+	CL_REQUIRE(rc == 0, CL_E_CTX, "extra completion: rc %d ctx %#llx status %s", rc,
+		   (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+}
+
+typedef void (*cqe_fn)(void *arg, const struct sl_cqe *cqe);
+
+/*
+ * Hand the completions there are to @fn, waiting up to @wait_ms for the
+ * first.  Returns how many, or -ECONNRESET when the daemon has gone and
+ * every completion it wrote has been taken (only with @gone_ok; else that
+ * ends the client).
+ */
+static int cl_pump(struct cl *c, cqe_fn fn, void *arg, int wait_ms, bool gone_ok)
+{
+	struct sl_cqe cqes[64];
+	int n = sl_poll(c->q, cqes, 64), i, rc;
+
+	CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
+	if (n == 0) {
+		rc = sl_wait(c->q, wait_ms);
+		if (rc == -ECONNRESET && gone_ok)
+			return -ECONNRESET;
+		CL_REQUIRE(rc >= 0 || rc == -EINTR, CL_E_POLL, "sl_wait: %s", strerror(-rc));
+		n = sl_poll(c->q, cqes, 64);
+		CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
+	}
+	for (i = 0; i < n; i++)
+		fn(arg, &cqes[i]);
+	return n;
+}
+
+/* Post a send or a receive; while the SQ is full, completions go to @fn. */
+static void cl_post(struct cl *c, bool send, sl_addr_t peer, uint64_t tag, void *buf,
+		    size_t len, uint64_t ctx, cqe_fn fn, void *arg)
+{
+	int64_t t0 = h_now_ms();
+
+	for (;;) {
+		int rc = send ? sl_send(c->q, peer, tag, buf, len, ctx)
+			      : sl_recv(c->q, peer, tag, ~0ull, buf, len, ctx);
+
+		if (rc == 0)
+			return;
+		CL_REQUIRE(rc == -EAGAIN, CL_E_POST, "%s ctx %#llx: %s", send ? "sl_send" : "sl_recv",
+			   (unsigned long long)ctx, strerror(-rc));
+		CL_REQUIRE(h_now_ms() - t0 < CL_STALL_MS, CL_E_TIMEOUT, "SQ full for %d ms",
+			   CL_STALL_MS);
+		(void)cl_pump(c, fn, arg, 1, false);
+	}
+}
+
+static void cl_signal(int fd)
+{
+	int rc = h_write_byte(fd, 1);
+
+	CL_REQUIRE(rc == 0, CL_E_SYNC, "signal: %s", strerror(-rc));
+}
+
+static void cl_await(int fd, int ms)
+{
+	uint8_t x;
+	int rc = h_read_byte(fd, &x, ms);
+
+	CL_REQUIRE(rc == 1, CL_E_SYNC, "await: rc %d", rc);
+}
+
+/* Shared between the test process and its clients (MAP_SHARED). */
+static void *shared_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	H_ASSERT(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	return p;
+}
+
+static void shared_free(void *p, size_t len)
+{
+	H_ASSERT(munmap(p, len) == 0, "munmap: %s", strerror(errno));
+}
+
+/* ---- deterministic randomness and payloads ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+	return mix64(r->s++);
+}
+
+/* Uniform in [0, n). */
+static uint32_t rng_below(struct rng *r, uint32_t n)
+{
+	return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
+}
+
+/*
+ * A payload is a function of (source, seq, tag, length): a 32-byte header
+ * naming the message when it fits (so a receiver can tell which message it
+ * got), then an xorshift stream.
+ */
+#define MSG_MAGIC 0x4753534d45434c53ull
+struct msg_hdr {
+	uint64_t magic;
+	uint32_t src;
+	uint32_t seq;
+	uint64_t tag;
+	uint64_t len;
+};
+
+static uint64_t msg_stream_seed(uint32_t src, uint32_t seq, uint64_t tag, size_t len)
+{
+	return mix64(((uint64_t)src << 40) ^ ((uint64_t)seq << 8) ^ mix64(tag) ^
+		     ((uint64_t)len << 20)) | 1;
+}
+
+static uint64_t xs_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static void msg_fill(uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
+{
+	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
+	size_t off = 0;
+
+	if (len >= sizeof(struct msg_hdr)) {
+		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
+
+		memcpy(p, &h, sizeof(h));
+		off = sizeof(h);
+	}
+	for (; off + 8 <= len; off += 8) {
+		v = xs_next(&s);
+		memcpy(p + off, &v, 8);
+	}
+	if (off < len) {
+		v = xs_next(&s);
+		memcpy(p + off, &v, len - off);
+	}
+}
+
+/* Does @p hold the first @n bytes of that message's payload (@len long)? */
+static bool msg_check_prefix(const uint8_t *p, size_t n, size_t len, uint32_t src,
+			     uint32_t seq, uint64_t tag)
+{
+	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
+	size_t off = 0;
+
+	if (len >= sizeof(struct msg_hdr)) {
+		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
+		size_t k = n < sizeof(h) ? n : sizeof(h);
+
+		if (memcmp(p, &h, k))
+			return false;
+		off = sizeof(h);
+	}
+	for (; off < n; off += 8) {
+		size_t k = n - off < 8 ? n - off : 8;
+
+		v = xs_next(&s);
+		if (memcmp(p + off, &v, k))
+			return false;
+	}
+	return true;
+}
+
+static bool msg_check(const uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
+{
+	return msg_check_prefix(p, len, len, src, seq, tag);
+}
+
+/* The (src, seq) a received payload names, if it has a header. */
+static bool msg_decode(const uint8_t *p, size_t len, struct msg_hdr *h)
+{
+	if (len < sizeof(*h))
+		return false;
+	memcpy(h, p, sizeof(*h));
+	return h->magic == MSG_MAGIC;
+}
+
+/* Are all @n bytes at @p equal to @b? */
+static bool all_bytes(const uint8_t *p, size_t n, uint8_t b)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != b)
+			return false;
+	return true;
+}
+
+/* ---- starting and stopping clients together ---- */
+
+/*
+ * Every client binds its port, then waits: a message to a port not bound
+ * yet would complete SL_ERR_NO_ENDPOINT and spoil the plan.  The test
+ * process releases all of them at once by closing the go pipe.
+ */
+struct barrier {
+	int ready[2];
+	int go[2];
+};
+
+static void barrier_init(struct barrier *b)
+{
+	H_ASSERT(pipe2(b->ready, O_CLOEXEC) == 0 && pipe2(b->go, O_CLOEXEC) == 0, "pipe: %s",
+		 strerror(errno));
+}
+
+static void barrier_arrive(struct barrier *b)
+{
+	uint8_t x;
+	int rc;
+
+	CL_REQUIRE(close(b->ready[0]) == 0 && close(b->go[1]) == 0, CL_E_SYNC, "close: %s",
+		   strerror(errno));
+	rc = h_write_byte(b->ready[1], 1);
+	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier write: %s", strerror(-rc));
+	CL_REQUIRE(close(b->ready[1]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
+	rc = h_read_byte(b->go[0], &x, 30000);
+	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier release: rc %d", rc);
+	CL_REQUIRE(close(b->go[0]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
+}
+
+static const char *wait_status_str(int st)
+{
+	static char buf[96];
+
+	if (WIFEXITED(st))
+		snprintf(buf, sizeof(buf), "exit %d (%s)", WEXITSTATUS(st),
+			 cl_exit_name(WEXITSTATUS(st)));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, sizeof(buf), "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(buf, sizeof(buf), "status 0x%x", st);
+	return buf;
+}
+
+/* Reap the clients; @msg gets every one that did not exit 0.  Returns
+ * true if all did. */
+static bool reap_clients(const pid_t *pids, const char *const *names, unsigned n,
+			 int timeout_ms, char *msg, size_t cap)
+{
+	size_t len = 0;
+	int st[16];
+	unsigned i;
+
+	msg[0] = '\0';
+	h_wait_children(pids, n, timeout_ms, st);
+	for (i = 0; i < n && len < cap; i++) {
+		if (WIFEXITED(st[i]) && WEXITSTATUS(st[i]) == 0)
+			continue;
+		len += (size_t)snprintf(msg + len, cap - len, "%sclient %s: %s", len ? "; " : "",
+					names[i], wait_status_str(st[i]));
+	}
+	return msg[0] == '\0';
+}
+
+static void expect_clients_ok(const pid_t *pids, const char *const *names, unsigned n,
+			      int timeout_ms)
+{
+	char msg[512];
+
+	H_ASSERT(reap_clients(pids, names, n, timeout_ms, msg, sizeof(msg)), "%s", msg);
+}
+
+/* Kill and reap the clients, then fail naming their statuses. */
+static void fail_clients(const pid_t *pids, const char *const *names, unsigned n,
+			 const char *why)
+{
+	char msg[512];
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (pids[i] > 0)
+			(void)kill(pids[i], SIGKILL);
+	(void)reap_clients(pids, names, n, 5000, msg, sizeof(msg));
+	h_fail(__FILE__, __LINE__, "clients", "%s: %s", why, msg);
+}
+
+/* Wait for the @n clients to bind, then release them. */
+static void barrier_release(struct barrier *b, const pid_t *pids, const char *const *names,
+			    unsigned n)
+{
+	unsigned i;
+	uint8_t x;
+	int rc;
+
+	H_ASSERT(close(b->ready[1]) == 0 && close(b->go[0]) == 0, "close: %s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		rc = h_read_byte(b->ready[0], &x, 20000);
+		if (rc != 1) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "only %u of %u clients got ready (rc %d)", i, n, rc);
+			fail_clients(pids, names, n, why);
+		}
+	}
+	H_ASSERT(close(b->go[1]) == 0 && close(b->ready[0]) == 0, "close: %s", strerror(errno));
+}
+
+/* A one-way event pipe, child to test process or back. */
+struct chan {
+	int fd[2];
+};
+
+static void chan_init(struct chan *c)
+{
+	H_ASSERT(pipe2(c->fd, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+}
+
+static void chan_close(struct chan *c)
+{
+	H_ASSERT(close(c->fd[0]) == 0 && close(c->fd[1]) == 0, "close: %s", strerror(errno));
+}
+
+/* Test process: wait for an event from the clients, failing them all
+ * (with their exit statuses) if it does not come. */
+static void chan_expect(struct chan *c, int ms, const pid_t *pids, const char *const *names,
+			unsigned n, const char *what)
+{
+	uint8_t x;
+	int rc = h_read_byte(c->fd[0], &x, ms);
+
+	if (rc != 1) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "no \"%s\" within %d ms (rc %d)", what, ms, rc);
+		fail_clients(pids, names, n, why);
+	}
+}
+
+static void chan_send(struct chan *c)
+{
+	int rc = h_write_byte(c->fd[1], 1);
+
+	H_ASSERT(rc == 0, "chan write: %s", strerror(-rc));
+}
+
+/*
+ * Clients that hold their queues open after their traffic, so that the
+ * daemons' registration caches can be read with the arenas still there:
+ * each writes "done", then waits for a byte on "go".
+ */
+struct hold {
+	int done[2];
+	int go[2];
+};
+
+static void hold_init(struct hold *h)
+{
+	H_ASSERT(pipe2(h->done, O_CLOEXEC) == 0 && pipe2(h->go, O_CLOEXEC) == 0, "pipe: %s",
+		 strerror(errno));
+}
+
+static void hold_here(struct hold *h)
+{
+	cl_signal(h->done[1]);
+	cl_await(h->go[0], 60000);
+}
+
+static void hold_wait_done(struct hold *h, unsigned n_hold, int ms, const pid_t *pids,
+			   const char *const *names, unsigned n)
+{
+	int64_t deadline = h_now_ms() + ms;
+	unsigned i;
+
+	for (i = 0; i < n_hold; i++) {
+		int64_t left = deadline - h_now_ms();
+		uint8_t x;
+		int rc = h_read_byte(h->done[0], &x, left > 0 ? (int)left : 0);
+
+		if (rc != 1) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "only %u of %u clients done within %d ms", i,
+				 n_hold, ms);
+			fail_clients(pids, names, n, why);
+		}
+	}
+}
+
+/* Let the @n held clients go on (and close the pipes). */
+static void hold_release(struct hold *h, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		H_ASSERT(h_write_byte(h->go[1], 1) == 0, "hold release: %s", strerror(errno));
+	H_ASSERT(close(h->go[1]) == 0 && close(h->go[0]) == 0 && close(h->done[0]) == 0 &&
+		 close(h->done[1]) == 0, "close: %s", strerror(errno));
+}
+
+static bool addr_eq(sl_addr_t a, sl_addr_t b)
+{
+	return a.node == b.node && a.port == b.port;
+}
+
+/* ---- test process helpers ---- */
+
+/* Collect @n completions from @q (test process), failing after @ms. */
+static void wait_cqes(struct sl_queue *q, struct sl_cqe *cqes, unsigned n, int ms)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		int rc = h_wait_cqe(q, &cqes[i], ms);
+
+		H_ASSERT(rc == 1, "completion %u of %u: rc %d", i + 1, n, rc);
+	}
+}
+
+static void expect_no_cqe(struct sl_queue *q, int ms)
+{
+	struct sl_cqe cqe;
+	int rc = h_wait_cqe(q, &cqe, ms);
+
+	H_ASSERT(rc == 0, "unexpected completion: rc %d ctx %#llx status %s", rc,
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+}
+
+/* Post one send and wait for its completion (test process). */
+static struct sl_cqe g_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag, const void *buf,
+			    size_t len, uint64_t ctx)
+{
+	struct sl_cqe cqe;
+	int rc = sl_send(q, dst, tag, buf, len, ctx);
+
+	H_ASSERT(rc == 0, "sl_send: %s", strerror(-rc));
+	wait_cqes(q, &cqe, 1, 10000);
+	H_EQ(cqe.user_ctx, ctx);
+	H_EQ(cqe.opcode, SL_OP_SEND);
+	H_EQ(cqe.len, len);
+	H_EQ(cqe.tag, tag);
+	return cqe;
+}
+
+/* One completion that must be exactly this (test process). */
+static void expect_cqe(struct sl_queue *q, uint8_t opcode, uint64_t ctx, int status,
+		       uint64_t len, uint64_t tag, sl_addr_t peer)
+{
+	struct sl_cqe cqe;
+
+	wait_cqes(q, &cqe, 1, 10000);
+	H_ASSERT(cqe.opcode == opcode && cqe.user_ctx == ctx && cqe.status == status &&
+		 cqe.len == len && cqe.tag == tag && addr_eq(cqe.peer, peer),
+		 "got opcode %u ctx %#llx %s len %llu tag %llu peer %08x:%u; want opcode %u "
+		 "ctx %#llx %s len %llu tag %llu peer %08x:%u", cqe.opcode,
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status),
+		 (unsigned long long)cqe.len, (unsigned long long)cqe.tag, cqe.peer.node,
+		 cqe.peer.port, opcode, (unsigned long long)ctx, sl_strerror(status),
+		 (unsigned long long)len, (unsigned long long)tag, peer.node, peer.port);
+}
+
+/* ---- daemon statistics ---- */
+
+static uint64_t link_stat(const struct h_stats *st, const char *peer, const char *field)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "link.%s.%s", peer, field);
+	return h_stats_u64(st, name);
+}
+
+/* What must read 0 on a link once nothing is under way on it. */
+static const char *const link_busy_fields[] = {
+	"backlog", "unacked", "rndv_tx", "rndv_rx", "writes_pending",
+};
+#define N_LINK_BUSY (sizeof(link_busy_fields) / sizeof(link_busy_fields[0]))
+
+/*
+ * Poll @d's statistics (bounded by @ms) until its links to @peers have
+ * nothing queued, unacknowledged or under way, and its registration cache
+ * has no waiter and accounts for every registration (regs == deregs +
+ * regions); fail naming what is left.  The last snapshot goes to @st.
+ */
+static void wait_daemon_idle(const struct h_daemon *d, const char *const *peers,
+			     unsigned n_peers, int ms, struct h_stats *st)
+{
+	int64_t deadline = h_now_ms() + ms;
+	char why[512];
+
+	for (;;) {
+		size_t len = 0;
+		unsigned i, k;
+		uint64_t regs, deregs, regions, waiting;
+
+		h_daemon_stats(d, st);
+		why[0] = '\0';
+		for (i = 0; i < n_peers; i++) {
+			for (k = 0; k < N_LINK_BUSY; k++) {
+				uint64_t v = link_stat(st, peers[i], link_busy_fields[k]);
+
+				if (v && len < sizeof(why))
+					len += (size_t)snprintf(why + len, sizeof(why) - len,
+								"link.%s.%s %llu; ", peers[i],
+								link_busy_fields[k], (unsigned long long)v);
+			}
+		}
+		regs = h_stats_u64(st, "rcache.regs");
+		deregs = h_stats_u64(st, "rcache.deregs");
+		regions = h_stats_u64(st, "rcache.regions");
+		waiting = h_stats_u64(st, "rcache.waiting");
+		if ((regs != deregs + regions || waiting) && len < sizeof(why))
+			len += (size_t)snprintf(why + len, sizeof(why) - len,
+						"rcache regs %llu deregs %llu regions %llu waiting %llu",
+						(unsigned long long)regs, (unsigned long long)deregs,
+						(unsigned long long)regions, (unsigned long long)waiting);
+		if (!why[0])
+			return;
+		H_ASSERT(h_now_ms() < deadline, "daemon %s not idle %d ms after the traffic: %s",
+			 d->name, ms, why);
+		h_sleep_ms(20);
+	}
+}
+
+/* The registration cache of @d holds at most @max_regions entries and
+ * @max_bytes bytes, and accounts for every registration. */
+static void expect_rcache_level(const struct h_daemon *d, const struct h_stats *st,
+				uint64_t max_regions, uint64_t max_bytes)
+{
+	uint64_t regions = h_stats_u64(st, "rcache.regions");
+	uint64_t bytes = h_stats_u64(st, "rcache.bytes");
+	uint64_t regs = h_stats_u64(st, "rcache.regs");
+	uint64_t deregs = h_stats_u64(st, "rcache.deregs");
+	uint64_t mrs = h_stats_u64(st, "xport.mrs");
+
+	H_ASSERT(regions <= max_regions && bytes <= max_bytes,
+		 "daemon %s: rcache holds %llu regions, %llu bytes; at most %llu and %llu allowed",
+		 d->name, (unsigned long long)regions, (unsigned long long)bytes,
+		 (unsigned long long)max_regions, (unsigned long long)max_bytes);
+	H_ASSERT(regs == deregs + regions, "daemon %s: rcache regs %llu != deregs %llu + "
+		 "regions %llu", d->name, (unsigned long long)regs, (unsigned long long)deregs,
+		 (unsigned long long)regions);
+	H_ASSERT(mrs == regions, "daemon %s: the transport holds %llu MRs, the cache %llu "
+		 "regions", d->name, (unsigned long long)mrs, (unsigned long long)regions);
+}
+
+/* Once every queue is closed nothing stays registered (bounded poll). */
+static void wait_rcache_empty(const struct h_daemon *d, int ms)
+{
+	int64_t deadline = h_now_ms() + ms;
+	static struct h_stats st;
+
+	for (;;) {
+		uint64_t regions, bytes, mrs, regs, deregs;
+
+		h_daemon_stats(d, &st);
+		regions = h_stats_u64(&st, "rcache.regions");
+		bytes = h_stats_u64(&st, "rcache.bytes");
+		mrs = h_stats_u64(&st, "xport.mrs");
+		regs = h_stats_u64(&st, "rcache.regs");
+		deregs = h_stats_u64(&st, "rcache.deregs");
+		if (!regions && !bytes && !mrs && regs == deregs)
+			return;
+		H_ASSERT(h_now_ms() < deadline, "daemon %s: %d ms after its queues closed the "
+			 "cache holds %llu regions, %llu bytes, the transport %llu MRs (regs %llu, "
+			 "deregs %llu)", d->name, ms, (unsigned long long)regions,
+			 (unsigned long long)bytes, (unsigned long long)mrs,
+			 (unsigned long long)regs, (unsigned long long)deregs);
+		h_sleep_ms(20);
+	}
+}
+
+#define CTX_SEND (1ull << 40)
+#define CTX_RECV (2ull << 40)
+#define CTX_KIND(c) ((c) & (0xffull << 40))
+#define CTX_INDEX(c) ((uint32_t)(c))
+
+/* ------------------------------------------------------------------ */
+/* 1. rcache_full: 64 concurrent 4 MiB rendezvous, 8 registrations      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Four senders S0..S3 on node A, each paired with a receiver R0..R3 on
+ * node B.  Every receiver posts 16 receives of 4 MiB with distinct tags
+ * first; then every sender posts its 16 sends at once: 64 rendezvous that
+ * each need a registration on both daemons, where [rcache] allows 8 (and 8
+ * waiters).  Each send completes once, SL_OK or SL_NAK_BUSY; a NAKed send
+ * left its receive posted and is posted again until it goes through.
+ */
+#define R_PAIRS 4
+#define R_PER 16
+#define R_TOTAL (R_PAIRS * R_PER)
+#define R_LEN (4u * MiB)
+#define R_TAG0 100u
+#define R_MAX_ROUNDS 500
+
+static const char *const r_names[2 * R_PAIRS] = {
+	"S0", "S1", "S2", "S3", "R0", "R1", "R2", "R3",
+};
+
+struct r_result {
+	uint32_t ok1, nak1;	/* first round */
+	uint32_t naks, rounds;	/* all rounds */
+	uint32_t received;
+	int64_t ms;
+};
+
+struct r_shared {
+	struct r_result snd[R_PAIRS], rcv[R_PAIRS];
+};
+
+struct r_sender {
+	struct cl c;
+	int me;
+	sl_addr_t dst;
+	uint8_t *buf[R_PER];
+	bool pending[R_PER];
+	bool seen[R_PER];	/* completed in this round */
+	uint32_t round, left_in_round, ok, nak;
+};
+
+static void r_sender_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct r_sender *s = arg;
+	uint32_t j = CTX_INDEX(e->user_ctx) & 0xffff, round = CTX_INDEX(e->user_ctx) >> 16;
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && round == s->round && j < R_PER &&
+		   s->pending[j] && !s->seen[j], CL_E_CTX, "send ctx %#llx in round %u",
+		   (unsigned long long)e->user_ctx, s->round);
+	s->seen[j] = true;
+	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == R_LEN && e->tag == R_TAG0 + j &&
+		   addr_eq(e->peer, s->dst), CL_E_META, "send %u: opcode %u len %llu tag %llu",
+		   j, e->opcode, (unsigned long long)e->len, (unsigned long long)e->tag);
+	if (e->status == SL_OK) {
+		s->pending[j] = false;
+		s->ok++;
+	} else {
+		CL_REQUIRE(e->status == SL_NAK_BUSY, CL_E_STATUS, "send %u round %u: %s", j,
+			   s->round, sl_strerror(e->status));
+		s->nak++;
+	}
+	s->left_in_round--;
+}
+
+static void r_sender_run(int me, const struct h_daemon *nodes, struct barrier *b,
+			 struct hold *h, struct r_shared *sh)
+{
+	struct r_sender *s = calloc(1, sizeof(*s));
+	int64_t t0, last;
+	unsigned j;
+
+	CL_REQUIRE(s, CL_E_SETUP, "out of memory");
+	cl_name = r_names[me];
+	s->me = me;
+	s->dst = (sl_addr_t){ nodes[1].node, 2001u + (unsigned)me };
+	cl_open(&s->c, &nodes[0], 1001u + (unsigned)me, 64);
+	cl_alloc_aligned(&s->c, s->buf, R_PER, R_LEN, CHUNK);
+	for (j = 0; j < R_PER; j++) {
+		msg_fill(s->buf[j], R_LEN, (uint32_t)me, j, R_TAG0 + j);
+		s->pending[j] = true;
+	}
+	barrier_arrive(b);
+	t0 = h_now_ms();
+	while (s->ok < R_PER) {
+		s->round++;
+		CL_REQUIRE(s->round <= R_MAX_ROUNDS, CL_E_TIMEOUT, "%u sends still NAKed after %u "
+			   "rounds", R_PER - s->ok, R_MAX_ROUNDS);
+		memset(s->seen, 0, sizeof(s->seen));
+		s->left_in_round = 0;
+		/* All of the round's sends at once: they are concurrent. */
+		for (j = 0; j < R_PER; j++) {
+			if (!s->pending[j])
+				continue;
+			cl_post(&s->c, true, s->dst, R_TAG0 + j, s->buf[j], R_LEN,
+				CTX_SEND | (uint64_t)s->round << 16 | j, r_sender_cqe, s);
+			s->left_in_round++;
+		}
+		last = h_now_ms();
+		while (s->left_in_round) {
+			if (cl_pump(&s->c, r_sender_cqe, s, 10, false) > 0)
+				last = h_now_ms();
+			CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
+				   "round %u: %u sends without a completion", s->round,
+				   s->left_in_round);
+		}
+		if (s->round == 1) {
+			sh->snd[me].ok1 = s->ok;
+			sh->snd[me].nak1 = s->nak;
+		}
+	}
+	cl_expect_quiet(&s->c, 20);
+	sh->snd[me].naks = s->nak;
+	sh->snd[me].rounds = s->round;
+	sh->snd[me].ms = h_now_ms() - t0;
+	hold_here(h);
+	cl_close(&s->c);
+	_exit(CL_OK);
+}
+
+struct r_receiver {
+	struct cl c;
+	int me;
+	sl_addr_t src;
+	uint8_t *buf[R_PER];
+	bool seen[R_PER];
+	uint32_t received;
+};
+
+static void r_receiver_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct r_receiver *r = arg;
+	uint32_t j = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && j < R_PER && !r->seen[j], CL_E_CTX,
+		   "recv ctx %#llx", (unsigned long long)e->user_ctx);
+	r->seen[j] = true;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", j, sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == R_LEN && e->tag == R_TAG0 + j &&
+		   addr_eq(e->peer, r->src), CL_E_META, "recv %u: opcode %u len %llu tag %llu "
+		   "peer %08x:%u", j, e->opcode, (unsigned long long)e->len,
+		   (unsigned long long)e->tag, e->peer.node, e->peer.port);
+	CL_REQUIRE(msg_check(r->buf[j], R_LEN, (uint32_t)r->me, j, R_TAG0 + j), CL_E_DATA,
+		   "recv %u: payload differs", j);
+	r->received++;
+}
+
+static void r_receiver_run(int me, const struct h_daemon *nodes, struct barrier *b,
+			   struct hold *h, struct r_shared *sh)
+{
+	struct r_receiver *r = calloc(1, sizeof(*r));
+	int64_t t0, last;
+	unsigned j;
+
+	CL_REQUIRE(r, CL_E_SETUP, "out of memory");
+	cl_name = r_names[R_PAIRS + me];
+	r->me = me;
+	r->src = (sl_addr_t){ nodes[0].node, 1001u + (unsigned)me };
+	cl_open(&r->c, &nodes[1], 2001u + (unsigned)me, 64);
+	cl_alloc_aligned(&r->c, r->buf, R_PER, R_LEN, CHUNK);
+	for (j = 0; j < R_PER; j++)
+		cl_post(&r->c, false, r->src, R_TAG0 + j, r->buf[j], R_LEN, CTX_RECV | j,
+			r_receiver_cqe, r);
+	barrier_arrive(b);
+	t0 = last = h_now_ms();
+	while (r->received < R_PER) {
+		if (cl_pump(&r->c, r_receiver_cqe, r, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "received %u of %u",
+			   r->received, R_PER);
+	}
+	cl_expect_quiet(&r->c, 20);
+	sh->rcv[me].received = r->received;
+	sh->rcv[me].ms = h_now_ms() - t0;
+	hold_here(h);
+	cl_close(&r->c);
+	_exit(CL_OK);
+}
+
+static void rcache_full_run(const char *label, uint32_t max_regions, const char *conf)
+{
+	static const char *const names[] = { "A", "B" };
+	static const char *const peer_of[2][1] = { { "B" }, { "A" } };
+	static struct h_stats st;
+	struct h_daemon nodes[2];
+	struct r_shared *sh;
+	struct barrier b;
+	struct hold h;
+	pid_t pids[2 * R_PAIRS];
+	uint32_t ok1 = 0, nak1 = 0, naks = 0, rounds = 0, received = 0;
+	uint64_t regions[2], bytes[2], rnaks[2], waits[2], timeouts[2];
+	int64_t t0;
+	unsigned i;
+
+	h_cluster_start_conf(nodes, names, 2, conf);
+	sh = shared_alloc(sizeof(*sh));
+	barrier_init(&b);
+	hold_init(&h);
+	for (i = 0; i < 2 * R_PAIRS; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			(void)signal(SIGPIPE, SIG_IGN);
+			if (i < R_PAIRS)
+				r_sender_run((int)i, nodes, &b, &h, sh);
+			r_receiver_run((int)(i - R_PAIRS), nodes, &b, &h, sh);
+		}
+	}
+	barrier_release(&b, pids, r_names, 2 * R_PAIRS);
+	t0 = h_now_ms();
+	hold_wait_done(&h, 2 * R_PAIRS, 90000, pids, r_names, 2 * R_PAIRS);
+	/* Every queue still open: the cache is at its idle level, holding
+	 * at most max_regions chunk-aligned 4 MiB buffers. */
+	for (i = 0; i < 2; i++) {
+		wait_daemon_idle(&nodes[i], peer_of[i], 1, 3000, &st);
+		expect_rcache_level(&nodes[i], &st, max_regions,
+				    (uint64_t)(max_regions < R_TOTAL ? max_regions : R_TOTAL) *
+					    R_LEN + CHUNK);
+		regions[i] = h_stats_u64(&st, "rcache.regions");
+		bytes[i] = h_stats_u64(&st, "rcache.bytes");
+		rnaks[i] = h_stats_u64(&st, "rcache.naks");
+		waits[i] = h_stats_u64(&st, "rcache.waits");
+		timeouts[i] = h_stats_u64(&st, "rcache.timeouts");
+	}
+	hold_release(&h, 2 * R_PAIRS);
+	expect_clients_ok(pids, r_names, 2 * R_PAIRS, 30000);
+	for (i = 0; i < R_PAIRS; i++) {
+		ok1 += sh->snd[i].ok1;
+		nak1 += sh->snd[i].nak1;
+		naks += sh->snd[i].naks;
+		if (sh->snd[i].rounds > rounds)
+			rounds = sh->snd[i].rounds;
+		H_EQ(sh->rcv[i].received, R_PER);
+		received += sh->rcv[i].received;
+	}
+	printf("%s: first round %u OK + %u NAK_BUSY of %u; %u NAKs in all, up to %u rounds; "
+	       "%u received and verified, %lld ms; rcache A/B: %llu/%llu regions, %llu/%llu "
+	       "MiB, %llu/%llu NAKs, %llu/%llu waits, %llu/%llu timeouts\n", label, ok1, nak1,
+	       R_TOTAL, naks, rounds, received, (long long)(h_now_ms() - t0),
+	       (unsigned long long)regions[0], (unsigned long long)regions[1],
+	       (unsigned long long)(bytes[0] / MiB), (unsigned long long)(bytes[1] / MiB),
+	       (unsigned long long)rnaks[0], (unsigned long long)rnaks[1],
+	       (unsigned long long)waits[0], (unsigned long long)waits[1],
+	       (unsigned long long)timeouts[0], (unsigned long long)timeouts[1]);
+	H_EQ(ok1 + nak1, R_TOTAL);
+	H_EQ(received, R_TOTAL);
+	if (max_regions >= R_TOTAL) {
+		H_EQ(nak1, 0);
+		H_EQ(naks, 0);
+	} else {
+		/* 64 at once against 8 regions and 8 waiters: the NAK path ran. */
+		H_ASSERT(nak1 > 0, "no send was NAKed with %u regions for %u rendezvous",
+			 max_regions, R_TOTAL);
+	}
+	for (i = 0; i < 2; i++) {
+		H_ASSERT(h_daemon_alive(&nodes[i]), "daemon %s died", nodes[i].name);
+		wait_rcache_empty(&nodes[i], 3000);
+	}
+	shared_free(sh, sizeof(*sh));
+	h_cluster_stop(nodes, 2);
+}
+
+START_TEST(rcache_full_naks)
+{
+	rcache_full_run("rcache_full_naks", 8,
+			"[rcache]\nmax_regions = 8\nmax_waiters = 8\n"
+			"[limits]\narena_bytes = 96M\n");
+}
+END_TEST
+
+START_TEST(rcache_roomy_no_naks)
+{
+	rcache_full_run("rcache_roomy_no_naks", 1024,
+			"[rcache]\nmax_regions = 1024\n[limits]\narena_bytes = 96M\n");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 2. sq_pressure: 4-entry send queues, every 3rd post fails -ENOMEM    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A1 (node A) and B1 (node B) each send 500 messages to the other at the
+ * same time, sizes 0 B to 8 MiB (most eager, about 1 in 10 rendezvous),
+ * one tag, receives posted in order in a window that starts 20 ms late
+ * (early arrivals take the unexpected path).  Messages from one source
+ * match in send order, so receive k must get message k, eager or not.
+ */
+#define P_MSGS 500		/* per direction */
+#define P_MAX (8u * MiB)
+#define P_TAG 31u
+#define P_SEND_WIN 32
+#define P_RECV_WIN 32
+#define P_RECV_DELAY_MS 20
+
+static const char *const p_names[2] = { "A1", "B1" };
+static uint32_t p_plan[2][P_MSGS];
+
+static void p_make_plan(uint64_t seed)
+{
+	struct rng r = { seed };
+	unsigned c, i;
+
+	for (c = 0; c < 2; c++) {
+		for (i = 0; i < P_MSGS; i++) {
+			uint32_t len;
+
+			if (rng_below(&r, 10) == 0) {
+				/* (2^(k-1), 2^k] for k in 17..23: 64 KiB + 1 .. 8 MiB,
+				 * spread over the sizes, not the bytes. */
+				uint32_t k = 17 + rng_below(&r, 7);
+
+				len = (1u << k) - rng_below(&r, 1u << (k - 1));
+			} else if (rng_below(&r, 4) == 0) {
+				len = rng_below(&r, EAGER_MAX + 1);
+			} else {
+				len = rng_below(&r, 4097);
+			}
+			p_plan[c][i] = len;
+		}
+		/* The edges, from both sides. */
+		p_plan[c][0] = 0;
+		p_plan[c][1] = EAGER_MAX;
+		p_plan[c][2] = EAGER_MAX + 1;
+		p_plan[c][3] = P_MAX;
+		p_plan[c][4] = 1;
+		p_plan[c][P_MSGS - 1] = P_MAX;
+	}
+}
+
+struct p_result {
+	uint64_t bytes_in, large_in;
+	int64_t ms;
+};
+
+struct p_state {
+	struct cl c;
+	int me;
+	sl_addr_t peer;
+	uint8_t *sbuf[P_MSGS], *rbuf[P_MSGS];
+	uint8_t sseen[P_MSGS], rseen[P_MSGS];
+	uint32_t next_send, send_out, send_done, next_recv, recv_out, recv_done;
+	struct p_result res;
+};
+
+static void p_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct p_state *s = arg;
+	uint32_t k = CTX_INDEX(e->user_ctx);
+	int other = 1 - s->me;
+
+	if (CTX_KIND(e->user_ctx) == CTX_SEND) {
+		CL_REQUIRE(k < s->next_send && !s->sseen[k], CL_E_CTX, "send ctx %#llx",
+			   (unsigned long long)e->user_ctx);
+		s->sseen[k] = 1;
+		CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "send %u (%u bytes): %s", k,
+			   p_plan[s->me][k], sl_strerror(e->status));
+		CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == p_plan[s->me][k] &&
+			   e->tag == P_TAG && addr_eq(e->peer, s->peer), CL_E_META,
+			   "send %u: opcode %u len %llu", k, e->opcode, (unsigned long long)e->len);
+		s->send_out--;
+		s->send_done++;
+		return;
+	}
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < s->next_recv && !s->rseen[k],
+		   CL_E_CTX, "recv ctx %#llx", (unsigned long long)e->user_ctx);
+	s->rseen[k] = 1;
+	if (e->status != SL_OK || e->len != p_plan[other][k]) {
+		struct msg_hdr h;
+		size_t n = e->len < p_plan[other][k] ? e->len : p_plan[other][k];
+
+		if (msg_decode(s->rbuf[k], n, &h))
+			CL_DIE(CL_E_META, "recv %u (%u bytes): %s, len %llu; it holds message %u "
+			       "(%llu bytes)", k, p_plan[other][k], sl_strerror(e->status),
+			       (unsigned long long)e->len, h.seq, (unsigned long long)h.len);
+		CL_DIE(CL_E_META, "recv %u (%u bytes): %s, len %llu", k, p_plan[other][k],
+		       sl_strerror(e->status), (unsigned long long)e->len);
+	}
+	CL_REQUIRE(e->opcode == SL_OP_RECV && e->tag == P_TAG && addr_eq(e->peer, s->peer),
+		   CL_E_META, "recv %u: opcode %u tag %llu peer %08x:%u", k, e->opcode,
+		   (unsigned long long)e->tag, e->peer.node, e->peer.port);
+	CL_REQUIRE(msg_check(s->rbuf[k], e->len, (uint32_t)other, k, P_TAG), CL_E_DATA,
+		   "recv %u (%llu bytes): payload differs", k, (unsigned long long)e->len);
+	s->res.bytes_in += e->len;
+	s->res.large_in += e->len > EAGER_MAX;
+	s->recv_out--;
+	s->recv_done++;
+}
+
+static void p_client_run(int me, const struct h_daemon *nodes, struct barrier *b,
+			 struct p_result *out)
+{
+	struct p_state *s = calloc(1, sizeof(*s));
+	int other = 1 - me;
+	int64_t t0, last;
+	unsigned i;
+
+	CL_REQUIRE(s, CL_E_SETUP, "out of memory");
+	cl_name = p_names[me];
+	s->me = me;
+	s->peer = (sl_addr_t){ nodes[other].node, 1001u + (unsigned)other };
+	cl_open(&s->c, &nodes[me], 1001u + (unsigned)me, 128);
+	for (i = 0; i < P_MSGS; i++) {
+		s->sbuf[i] = cl_alloc(&s->c, p_plan[me][i]);
+		msg_fill(s->sbuf[i], p_plan[me][i], (uint32_t)me, i, P_TAG);
+		s->rbuf[i] = cl_alloc(&s->c, p_plan[other][i]);
+	}
+	barrier_arrive(b);
+	t0 = last = h_now_ms();
+	while (s->send_done < P_MSGS || s->recv_done < P_MSGS) {
+		bool progress = false;
+		int rc;
+
+		while (s->next_send < P_MSGS && s->send_out < P_SEND_WIN) {
+			uint32_t k = s->next_send;
+
+			rc = sl_send(s->c.q, s->peer, P_TAG, s->sbuf[k], p_plan[me][k], CTX_SEND | k);
+			if (rc == -EAGAIN)
+				break;
+			CL_REQUIRE(rc == 0, CL_E_POST, "sl_send %u: %s", k, strerror(-rc));
+			s->next_send++;
+			s->send_out++;
+			progress = true;
+		}
+		while (s->next_recv < P_MSGS && s->recv_out < P_RECV_WIN &&
+		       h_now_ms() - t0 >= P_RECV_DELAY_MS) {
+			uint32_t k = s->next_recv;
+
+			rc = sl_recv(s->c.q, s->peer, P_TAG, ~0ull, s->rbuf[k], p_plan[other][k],
+				     CTX_RECV | k);
+			if (rc == -EAGAIN)
+				break;
+			CL_REQUIRE(rc == 0, CL_E_POST, "sl_recv %u: %s", k, strerror(-rc));
+			s->next_recv++;
+			s->recv_out++;
+			progress = true;
+		}
+		if (cl_pump(&s->c, p_cqe, s, progress ? 0 : 1, false) > 0 || progress)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
+			   "stalled: sent %u/%u (out %u), received %u/%u (posted %u)", s->send_done,
+			   P_MSGS, s->send_out, s->recv_done, P_MSGS, s->next_recv);
+	}
+	cl_expect_quiet(&s->c, 20);
+	s->res.ms = h_now_ms() - t0;
+	*out = s->res;
+	cl_close(&s->c);
+	_exit(CL_OK);
+}
+
+START_TEST(sq_pressure)
+{
+	static const char *const names[] = { "A", "B" };
+	static const char *const peer_of[2][1] = { { "B" }, { "A" } };
+	static struct h_stats st;
+	struct h_daemon nodes[2];
+	struct p_result *res;
+	struct barrier b;
+	pid_t pids[2];
+	uint64_t planned = 0, large = 0, faults[2], enomem[2], deferred[2];
+	int64_t t0;
+	unsigned i, c;
+
+	h_cluster_start_conf(nodes, names, 2,
+			     "[transport]\nsq_depth = 4\n[fault]\npost_enomem_every = 3\n"
+			     "[limits]\narena_bytes = 512M\n");
+	p_make_plan(20240917);
+	for (c = 0; c < 2; c++) {
+		for (i = 0; i < P_MSGS; i++) {
+			planned += p_plan[c][i];
+			large += p_plan[c][i] > EAGER_MAX;
+		}
+	}
+	res = shared_alloc(sizeof(*res) * 2);
+	barrier_init(&b);
+	for (i = 0; i < 2; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			(void)signal(SIGPIPE, SIG_IGN);
+			p_client_run((int)i, nodes, &b, &res[i]);
+		}
+	}
+	barrier_release(&b, pids, p_names, 2);
+	t0 = h_now_ms();
+	expect_clients_ok(pids, p_names, 2, 100000);
+	for (i = 0; i < 2; i++) {
+		H_ASSERT(h_daemon_alive(&nodes[i]), "daemon %s died", nodes[i].name);
+		wait_daemon_idle(&nodes[i], peer_of[i], 1, 3000, &st);
+		faults[i] = h_stats_u64(&st, "xport.faults_injected");
+		enomem[i] = h_stats_u64(&st, "xport.post_enomem");
+		deferred[i] = link_stat(&st, peer_of[i][0], "ctl_deferred");
+		H_ASSERT(faults[i] > 0, "daemon %s: no fault injected", nodes[i].name);
+	}
+	H_EQ(res[0].bytes_in + res[1].bytes_in, planned);
+	H_EQ(res[0].large_in + res[1].large_in, large);
+	printf("sq_pressure: %u messages (%llu rendezvous), %.1f MiB, all delivered once and "
+	       "verified in %lld ms; A/B: %llu/%llu posts refused (%llu/%llu injected), "
+	       "%llu/%llu control frames deferred\n", 2 * P_MSGS, (unsigned long long)large,
+	       planned / (double)MiB, (long long)(h_now_ms() - t0), (unsigned long long)enomem[0],
+	       (unsigned long long)enomem[1], (unsigned long long)faults[0],
+	       (unsigned long long)faults[1], (unsigned long long)deferred[0],
+	       (unsigned long long)deferred[1]);
+	shared_free(res, sizeof(*res) * 2);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 3. C01: an RTR that cannot be posted is sent later, by the daemon    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Daemon B has a 4-entry send queue per connection (one slot reserved for
+ * control frames) and reports send completions 300 ms after the data left,
+ * so its queues stay full.  B1 sends 64 eager 1 KiB messages to C1, which
+ * posts no receive yet, and D_FILL to A2: B's queue toward A is full of
+ * data with more in its backlog.  A1 sends D_BIG rendezvous of 4 MiB to
+ * B1; their RTSs wait unexpected at B (header only).  B1 posts the
+ * receives: D_BIG RTRs at once find at most the one reserved slot, so at
+ * least D_BIG - 1 are deferred.  B1 then only waits; 200 ms later C1
+ * posts its receives.  The RTRs must go out as B's completions free
+ * slots, with no call from any client.
+ */
+#define D_SMALL 64
+#define D_SMALL_LEN 1024u
+#define D_FILL 24
+#define D_BIG 4
+#define D_BIG_LEN (4u * MiB)
+#define D_TAG_C 7u
+#define D_TAG_BIG 1u
+#define D_TAG_FILL 8u
+#define D_DELAY_US 300000
+#define D_RTR_BOUND_MS 2000	/* receive posted to data in place */
+
+enum { D_A1, D_A2, D_B1, D_C1, D_N };
+static const char *const d_names[D_N] = { "A1", "A2", "B1", "C1" };
+static const unsigned d_node[D_N] = { 0, 0, 1, 2 };
+static const uint32_t d_port[D_N] = { 1001, 1002, 2001, 3001 };
+
+struct d_shared {
+	int64_t big_recv_ms[D_BIG];	/* receive posted to its completion */
+	int64_t big_send_ms[D_BIG];	/* A1: send posted to its completion */
+	uint32_t c1_received, a2_received, b1_sent;
+};
+
+struct d_chans {
+	struct chan b1_evt, b1_go, a1_evt, a1_go, c1_go;
+};
+
+static sl_addr_t d_addr(const struct h_daemon *nodes, int who)
+{
+	return (sl_addr_t){ nodes[d_node[who]].node, d_port[who] };
+}
+
+/* One client's bookkeeping: which completions it expects, and checks. */
+struct d_state {
+	struct cl c;
+	const struct h_daemon *nodes;
+	struct d_shared *sh;
+	uint8_t *sbuf[D_SMALL + D_FILL], *rbig[D_BIG], *rsmall[D_SMALL];
+	uint8_t seen[256];
+	uint32_t expect, got;
+	int64_t t_post;
+};
+
+static void d_b1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct d_state *s = arg;
+	uint32_t k = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(k < sizeof(s->seen) && !s->seen[k], CL_E_CTX, "ctx %#llx",
+		   (unsigned long long)e->user_ctx);
+	s->seen[k] = 1;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "ctx %#llx: %s",
+		   (unsigned long long)e->user_ctx, sl_strerror(e->status));
+	if (CTX_KIND(e->user_ctx) == CTX_SEND) {
+		bool to_c = k < D_SMALL;
+
+		CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == D_SMALL_LEN &&
+			   e->tag == (to_c ? D_TAG_C : D_TAG_FILL) &&
+			   addr_eq(e->peer, d_addr(s->nodes, to_c ? D_C1 : D_A2)), CL_E_META,
+			   "send %u: wrong completion fields", k);
+		s->sh->b1_sent++;
+	} else {
+		uint32_t j = k - 128;
+
+		CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k >= 128 && j < D_BIG, CL_E_CTX,
+			   "ctx %#llx", (unsigned long long)e->user_ctx);
+		CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == D_BIG_LEN && e->tag == D_TAG_BIG &&
+			   addr_eq(e->peer, d_addr(s->nodes, D_A1)), CL_E_META,
+			   "big recv %u: len %llu tag %llu", j, (unsigned long long)e->len,
+			   (unsigned long long)e->tag);
+		/* One source, one tag: receive j matched message j. */
+		CL_REQUIRE(msg_check(s->rbig[j], D_BIG_LEN, D_A1, j, D_TAG_BIG), CL_E_DATA,
+			   "big recv %u: payload differs", j);
+		s->sh->big_recv_ms[j] = h_now_ms() - s->t_post;
+	}
+	s->got++;
+}
+
+static void d_b1_run(const struct h_daemon *nodes, struct barrier *b, struct d_chans *ch,
+		     struct d_shared *sh)
+{
+	static struct d_state s;
+	int64_t last;
+	unsigned j;
+
+	cl_name = d_names[D_B1];
+	s.nodes = nodes;
+	s.sh = sh;
+	cl_open(&s.c, &nodes[1], d_port[D_B1], 256);
+	for (j = 0; j < D_BIG; j++)
+		s.rbig[j] = cl_alloc(&s.c, D_BIG_LEN);
+	for (j = 0; j < D_SMALL + D_FILL; j++) {
+		bool to_c = j < D_SMALL;
+
+		s.sbuf[j] = cl_alloc(&s.c, D_SMALL_LEN);
+		msg_fill(s.sbuf[j], D_SMALL_LEN, D_B1, j, to_c ? D_TAG_C : D_TAG_FILL);
+	}
+	barrier_arrive(b);
+	for (j = 0; j < D_SMALL + D_FILL; j++) {
+		bool to_c = j < D_SMALL;
+
+		cl_post(&s.c, true, d_addr(nodes, to_c ? D_C1 : D_A2), to_c ? D_TAG_C : D_TAG_FILL,
+			s.sbuf[j], D_SMALL_LEN, CTX_SEND | j, d_b1_cqe, &s);
+	}
+	cl_signal(ch->b1_evt.fd[1]);
+	cl_await(ch->b1_go.fd[0], 30000);
+	s.t_post = h_now_ms();
+	for (j = 0; j < D_BIG; j++)
+		cl_post(&s.c, false, d_addr(nodes, D_A1), D_TAG_BIG, s.rbig[j], D_BIG_LEN,
+			CTX_RECV | (128 + j), d_b1_cqe, &s);
+	cl_signal(ch->b1_evt.fd[1]);
+	/* From here B1 only waits: whatever is deferred, the daemon sends. */
+	s.expect = D_SMALL + D_FILL + D_BIG;
+	last = h_now_ms();
+	while (s.got < s.expect) {
+		if (cl_pump(&s.c, d_b1_cqe, &s, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%u of %u completions",
+			   s.got, s.expect);
+	}
+	cl_expect_quiet(&s.c, 20);
+	cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+/* A2 and C1: receive B1's eager messages, verify them. */
+static void d_sink_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct d_state *s = arg;
+	uint32_t k = CTX_INDEX(e->user_ctx);
+	bool c1 = s->expect == D_SMALL;
+	uint64_t tag = c1 ? D_TAG_C : D_TAG_FILL;
+	uint32_t seq = c1 ? k : D_SMALL + k;
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < s->expect && !s->seen[k], CL_E_CTX,
+		   "ctx %#llx", (unsigned long long)e->user_ctx);
+	s->seen[k] = 1;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", k, sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == D_SMALL_LEN && e->tag == tag &&
+		   addr_eq(e->peer, d_addr(s->nodes, D_B1)), CL_E_META, "recv %u: fields", k);
+	CL_REQUIRE(msg_check(s->rsmall[k], D_SMALL_LEN, D_B1, seq, tag), CL_E_DATA,
+		   "recv %u: payload differs", k);
+	s->got++;
+}
+
+static void d_sink_run(int who, const struct h_daemon *nodes, struct barrier *b,
+		       struct d_chans *ch, struct d_shared *sh)
+{
+	static struct d_state s;
+	bool c1 = who == D_C1;
+	int64_t last;
+	unsigned j;
+
+	cl_name = d_names[who];
+	s.nodes = nodes;
+	s.sh = sh;
+	s.expect = c1 ? D_SMALL : D_FILL;
+	cl_open(&s.c, &nodes[d_node[who]], d_port[who], 128);
+	for (j = 0; j < s.expect; j++)
+		s.rsmall[j] = cl_alloc(&s.c, D_SMALL_LEN);
+	if (!c1)
+		for (j = 0; j < s.expect; j++)
+			cl_post(&s.c, false, d_addr(nodes, D_B1), D_TAG_FILL, s.rsmall[j],
+				D_SMALL_LEN, CTX_RECV | j, d_sink_cqe, &s);
+	barrier_arrive(b);
+	if (c1) {
+		cl_await(ch->c1_go.fd[0], 30000);
+		for (j = 0; j < s.expect; j++)
+			cl_post(&s.c, false, d_addr(nodes, D_B1), D_TAG_C, s.rsmall[j], D_SMALL_LEN,
+				CTX_RECV | j, d_sink_cqe, &s);
+	}
+	last = h_now_ms();
+	while (s.got < s.expect) {
+		if (cl_pump(&s.c, d_sink_cqe, &s, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "received %u of %u",
+			   s.got, s.expect);
+	}
+	cl_expect_quiet(&s.c, 20);
+	if (c1)
+		sh->c1_received = s.got;
+	else
+		sh->a2_received = s.got;
+	cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+struct d_a1 {
+	const struct h_daemon *nodes;
+	struct d_shared *sh;
+	int64_t t_post;
+	uint8_t seen[D_BIG];
+	uint32_t got;
+};
+
+static void d_a1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct d_a1 *s = arg;
+	uint32_t j = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && j < D_BIG && !s->seen[j], CL_E_CTX,
+		   "ctx %#llx", (unsigned long long)e->user_ctx);
+	s->seen[j] = 1;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "big send %u: %s", j, sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == D_BIG_LEN && e->tag == D_TAG_BIG &&
+		   addr_eq(e->peer, d_addr(s->nodes, D_B1)), CL_E_META, "big send %u: fields", j);
+	s->sh->big_send_ms[j] = h_now_ms() - s->t_post;
+	s->got++;
+}
+
+static void d_a1_run(const struct h_daemon *nodes, struct barrier *b, struct d_chans *ch,
+		     struct d_shared *sh)
+{
+	struct d_a1 s = { .nodes = nodes, .sh = sh };
+	uint8_t *buf[D_BIG];
+	struct cl c;
+	int64_t last;
+	unsigned j;
+
+	cl_name = d_names[D_A1];
+	cl_open(&c, &nodes[0], d_port[D_A1], 64);
+	for (j = 0; j < D_BIG; j++) {
+		buf[j] = cl_alloc(&c, D_BIG_LEN);
+		msg_fill(buf[j], D_BIG_LEN, D_A1, j, D_TAG_BIG);
+	}
+	barrier_arrive(b);
+	cl_await(ch->a1_go.fd[0], 30000);
+	s.t_post = h_now_ms();
+	for (j = 0; j < D_BIG; j++)
+		cl_post(&c, true, d_addr(nodes, D_B1), D_TAG_BIG, buf[j], D_BIG_LEN, CTX_SEND | j,
+			d_a1_cqe, &s);
+	cl_signal(ch->a1_evt.fd[1]);
+	last = h_now_ms();
+	while (s.got < D_BIG) {
+		if (cl_pump(&c, d_a1_cqe, &s, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%u of %u sends done",
+			   s.got, D_BIG);
+	}
+	cl_expect_quiet(&c, 20);
+	cl_close(&c);
+	_exit(CL_OK);
+}
+
+/* Poll @d's stats until @name >= @min (bounded); returns the value. */
+static uint64_t wait_stat_at_least(const struct h_daemon *d, const char *name, uint64_t min,
+				   int ms)
+{
+	int64_t deadline = h_now_ms() + ms;
+
+	for (;;) {
+		uint64_t v = h_daemon_stat(d, name);
+
+		if (v >= min)
+			return v;
+		H_ASSERT(h_now_ms() < deadline, "daemon %s: %s = %llu after %d ms, want >= %llu",
+			 d->name, name, (unsigned long long)v, ms, (unsigned long long)min);
+		h_sleep_ms(10);
+	}
+}
+
+START_TEST(c01_deferred_rtr)
+{
+	static const char *const names[] = { "A", "B", "C" };
+	static const char *const b_conf =
+		"[transport]\nsq_depth = 4\n[fault]\ndelay_completions_us = 300000\n";
+	static const char *const confs[] = { NULL, b_conf, NULL };
+	static const char *const peers[3][2] = { { "B", "C" }, { "A", "C" }, { "A", "B" } };
+	static struct h_stats st;
+	struct h_daemon nodes[3];
+	struct d_shared *sh;
+	struct d_chans ch;
+	struct barrier b;
+	pid_t pids[D_N];
+	uint64_t fill_backlog, unexp_bytes, deferred;
+	int64_t t0, max_recv = 0, max_send = 0;
+	unsigned i;
+
+	h_cluster_start_confs(nodes, names, 3, confs);
+	sh = shared_alloc(sizeof(*sh));
+	barrier_init(&b);
+	chan_init(&ch.b1_evt);
+	chan_init(&ch.b1_go);
+	chan_init(&ch.a1_evt);
+	chan_init(&ch.a1_go);
+	chan_init(&ch.c1_go);
+	for (i = 0; i < D_N; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			(void)signal(SIGPIPE, SIG_IGN);
+			if (i == D_A1)
+				d_a1_run(nodes, &b, &ch, sh);
+			if (i == D_B1)
+				d_b1_run(nodes, &b, &ch, sh);
+			d_sink_run((int)i, nodes, &b, &ch, sh);
+		}
+	}
+	barrier_release(&b, pids, d_names, D_N);
+	t0 = h_now_ms();
+	chan_expect(&ch.b1_evt, 10000, pids, d_names, D_N, "B1 posted its sends");
+	/* B's queue toward A is full, the rest of the fill waits behind it. */
+	h_sleep_ms(100);
+	fill_backlog = h_daemon_stat(&nodes[1], "link.A.backlog");
+	H_ASSERT(fill_backlog > 0, "B has no backlog toward A: the fill did not fill its SQ");
+	chan_send(&ch.a1_go);
+	chan_expect(&ch.a1_evt, 10000, pids, d_names, D_N, "A1 posted its sends");
+	/* The RTSs wait at B, unexpected, holding only their headers. */
+	wait_stat_at_least(&nodes[1], "daemon.unexpected", D_BIG, 5000);
+	unexp_bytes = h_daemon_stat(&nodes[1], "daemon.unexpected_bytes");
+	H_ASSERT(unexp_bytes < 64 * KiB, "B holds %llu bytes for %u unexpected RTSs of %u bytes",
+		 (unsigned long long)unexp_bytes, D_BIG, D_BIG_LEN);
+	chan_send(&ch.b1_go);
+	chan_expect(&ch.b1_evt, 10000, pids, d_names, D_N, "B1 posted its receives");
+	/* The RTRs found no SQ slot toward A. */
+	deferred = wait_stat_at_least(&nodes[1], "link.A.ctl_deferred", 1, 2000);
+	h_sleep_ms(200);
+	chan_send(&ch.c1_go);
+	expect_clients_ok(pids, d_names, D_N, 60000);
+	for (i = 0; i < D_BIG; i++) {
+		if (sh->big_recv_ms[i] > max_recv)
+			max_recv = sh->big_recv_ms[i];
+		if (sh->big_send_ms[i] > max_send)
+			max_send = sh->big_send_ms[i];
+	}
+	H_EQ(sh->c1_received, D_SMALL);
+	H_EQ(sh->a2_received, D_FILL);
+	H_EQ(sh->b1_sent, D_SMALL + D_FILL);
+	H_ASSERT(max_recv < D_RTR_BOUND_MS, "a 4 MiB receive completed %lld ms after it was "
+		 "posted (bound %d ms): the deferred RTR waited", (long long)max_recv,
+		 D_RTR_BOUND_MS);
+	for (i = 0; i < 3; i++) {
+		H_ASSERT(h_daemon_alive(&nodes[i]), "daemon %s died", nodes[i].name);
+		wait_daemon_idle(&nodes[i], peers[i], 2, 5000, &st);
+		if (i == 1)
+			deferred = link_stat(&st, "A", "ctl_deferred");
+	}
+	printf("c01_deferred_rtr: B's backlog toward A %llu before the RTSs, unexpected bytes "
+	       "%llu for %u RTSs of 4 MiB; %llu control frames deferred toward A; 4 MiB "
+	       "receives done %lld ms after posting (sends %lld ms); all done in %lld ms\n",
+	       (unsigned long long)fill_backlog, (unsigned long long)unexp_bytes, D_BIG,
+	       (unsigned long long)deferred, (long long)max_recv, (long long)max_send,
+	       (long long)(h_now_ms() - t0));
+	chan_close(&ch.b1_evt);
+	chan_close(&ch.b1_go);
+	chan_close(&ch.a1_evt);
+	chan_close(&ch.a1_go);
+	chan_close(&ch.c1_go);
+	shared_free(sh, sizeof(*sh));
+	h_cluster_stop(nodes, 3);
+}
+END_TEST
+
+/*
+ * Daemon A can register nothing ([fault] reg_fail_after = 0), so after
+ * B's RTR it cannot write: it completes the send SL_NAK_BUSY and tells B
+ * with a FIN, and B gives the receive back.  The receive then takes the
+ * next matching message, an eager one, with the right content, and B's
+ * registration of the receive buffer is released.
+ */
+START_TEST(c01_fin_after_reg_failure)
+{
+	static const char *const names[] = { "A", "B" };
+	static const char *const confs[] = { "[fault]\nreg_fail_after = 0\n", NULL };
+	static const char *const peers[2][1] = { { "B" }, { "A" } };
+	static struct h_stats st;
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qb;
+	struct sl_cqe cqe;
+	sl_addr_t a1, b1;
+	uint8_t *sbuf, *small, *rbuf;
+	unsigned attempt;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 1001, 16, &qa), 0);
+	H_EQ(sl_queue_open(cb, 2001, 16, &qb), 0);
+	a1 = sl_queue_addr(qa);
+	b1 = sl_queue_addr(qb);
+	sbuf = sl_alloc(qa, D_BIG_LEN);
+	small = sl_alloc(qa, 1000);
+	rbuf = sl_alloc(qb, D_BIG_LEN);
+	H_ASSERT(sbuf && small && rbuf, "sl_alloc: %s", strerror(errno));
+	msg_fill(sbuf, D_BIG_LEN, 1, 0, D_TAG_BIG);
+	msg_fill(small, 1000, 1, 1, D_TAG_BIG);
+	memset(rbuf, 0x5a, D_BIG_LEN);
+
+	H_EQ(sl_recv(qb, a1, D_TAG_BIG, ~0ull, rbuf, D_BIG_LEN, 10), 0);
+	for (attempt = 0; attempt < 2; attempt++) {
+		cqe = g_send(qa, b1, D_TAG_BIG, sbuf, D_BIG_LEN, 1 + attempt);
+		H_ASSERT(cqe.status == SL_NAK_BUSY && addr_eq(cqe.peer, b1),
+			 "4 MiB send with no registration possible, attempt %u: %s", attempt,
+			 sl_strerror(cqe.status));
+		/* The receive stays posted, its buffer untouched. */
+		expect_no_cqe(qb, 100);
+		H_EQ(h_daemon_stat(&nodes[1], "daemon.posted_recvs"), 1);
+		H_ASSERT(all_bytes(rbuf, D_BIG_LEN, 0x5a), "the failed rendezvous wrote into the "
+			 "receive buffer");
+	}
+	cqe = g_send(qa, b1, D_TAG_BIG, small, 1000, 3);
+	H_ASSERT(cqe.status == SL_OK, "eager send after the NAKs: %s", sl_strerror(cqe.status));
+	expect_cqe(qb, SL_OP_RECV, 10, SL_OK, 1000, D_TAG_BIG, a1);
+	H_ASSERT(msg_check(rbuf, 1000, 1, 1, D_TAG_BIG), "eager payload in the given-back receive");
+	H_ASSERT(all_bytes(rbuf + 1000, D_BIG_LEN - 1000, 0x5a), "bytes past the message changed");
+	expect_no_cqe(qa, 20);
+
+	/* A registered nothing; every attempt failed and was counted. */
+	wait_daemon_idle(&nodes[0], peers[0], 1, 3000, &st);
+	expect_rcache_level(&nodes[0], &st, 0, 0);
+	H_ASSERT(h_stats_u64(&st, "rcache.reg_fails") >= 2 &&
+		 h_stats_u64(&st, "xport.reg_fails") >= 2 &&
+		 h_stats_u64(&st, "xport.faults_injected") >= 2,
+		 "A: rcache.reg_fails %llu, xport.reg_fails %llu, faults %llu",
+		 (unsigned long long)h_stats_u64(&st, "rcache.reg_fails"),
+		 (unsigned long long)h_stats_u64(&st, "xport.reg_fails"),
+		 (unsigned long long)h_stats_u64(&st, "xport.faults_injected"));
+	/* B registered the receive buffer (one region, idle in the cache). */
+	wait_daemon_idle(&nodes[1], peers[1], 1, 3000, &st);
+	H_ASSERT(h_stats_u64(&st, "rcache.regs") >= 1, "B never registered the receive");
+	expect_rcache_level(&nodes[1], &st, 1, D_BIG_LEN + CHUNK);
+	printf("c01_fin_after_reg_failure: 2 x 4 MiB NAK_BUSY, receive given back and matched "
+	       "by the next eager message; B: %llu regs, %llu regions (%llu MiB) idle\n",
+	       (unsigned long long)h_stats_u64(&st, "rcache.regs"),
+	       (unsigned long long)h_stats_u64(&st, "rcache.regions"),
+	       (unsigned long long)(h_stats_u64(&st, "rcache.bytes") / MiB));
+	H_EQ(sl_queue_close(qb), 0);
+	wait_rcache_empty(&nodes[1], 3000);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Kill-and-restart cases: deliveries recorded across B1 generations    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Phases of a run, as A1 sees them when it posts: before the kill, while
+ * daemon B is down or coming back, and once the new B1 has its receives
+ * posted.  A send posted in the last phase meets no failure: it must
+ * complete SL_OK and reach the new B1.  While B is down A1 posts a limited
+ * number of sends (they wait in A's backlog and go to the new daemon B,
+ * where B1 may or may not be bound yet), then waits for the new B1: else
+ * every remaining send could be spent on SL_ERR_NO_ENDPOINT in the
+ * milliseconds between the link coming up and the new B1 binding its port.
+ */
+enum { PH_BEFORE = 0, PH_DOWN = 1, PH_READY = 2 };
+
+/*
+ * The last check of a kill-and-restart run: a send that completed SL_OK
+ * reached a B1.  sluice.h: "The send completes SL_OK when the destination
+ * daemon has accepted the message (eager: delivered it or queued it as
+ * unexpected; rendezvous: written it into the matched receive's buffer)",
+ * and C04/C08: every operation in flight at the failure is retransmitted
+ * or completed with an error status.  An eager send is OK only after the
+ * peer's ACK, which follows its delivery into B1's ring (and that ring
+ * outlives the daemon); a rendezvous must not be OK before the receiving
+ * daemon has the data either.  @ok_lost lists the @n OK sends that no B1
+ * received (@is_rndv names their kind, @post_phase when they were posted).
+ */
+#define expect_ok_delivered(...) expect_ok_delivered_at(__LINE__, __VA_ARGS__)
+static void expect_ok_delivered_at(int line, const char *label, const uint32_t *ok_lost,
+				   uint32_t n, bool (*is_rndv)(uint32_t), const uint8_t *post_phase)
+{
+	char list[256];
+	size_t len = 0;
+	uint32_t i, rndv = 0;
+
+	list[0] = '\0';
+	for (i = 0; i < n; i++) {
+		rndv += is_rndv(ok_lost[i]);
+		if (i < 6 && len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u (%s, %s)",
+						i ? ", " : "", ok_lost[i],
+						is_rndv(ok_lost[i]) ? "rndv" : "eager",
+						post_phase[ok_lost[i]] == PH_BEFORE ? "posted before the kill"
+						: post_phase[ok_lost[i]] == PH_DOWN ? "posted while B was down"
+										    : "posted after the restart");
+	}
+	if (n)
+		h_fail(__FILE__, line, "every SL_OK send reached a B1",
+		       "%s: %u sends (%u rendezvous) completed SL_OK but no B1 received them "
+		       "(lost, sender told OK): %s", label, n, rndv, list);
+}
+
+/* May A1 post one more send, having posted @n_down while B was down? */
+static bool may_post(_Atomic int *phase, uint32_t n_down, uint32_t max_down)
+{
+	return atomic_load(phase) != PH_DOWN || n_down < max_down;
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. C04: a burst into a 64-entry send queue, the peer killed midway   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A1 posts, as fast as its ring accepts, 5,000 eager sends of 256 B (tag
+ * 11) and 500 rendezvous sends of 128 KiB (tag 12, every 11th message) to
+ * B1, which has a receive posted for every one.  Daemon A's send queue
+ * toward B holds 64 WRs.  At about the 2,500th completion daemon B is
+ * killed (kill -9) and restarted a second later, with a new B1.
+ *
+ * The tcp transport has no way to force a QP into the error state, so the
+ * daemon kill stands in for it: every WR in flight on the connection is
+ * flushed with an error, as on a QP in error, and what was not posted yet
+ * waits in A's backlog for the new connection.
+ */
+#define F_TOTAL 5500
+#define F_EAGER_LEN 256u
+#define F_RNDV_LEN (128u * KiB)
+#define F_TAG_EAGER 11u
+#define F_TAG_RNDV 12u
+#define F_KILL_AT 2500
+#define F_A_DEPTH 256		/* SQ 256, CQ 512: up to 768 sends in flight */
+#define F_B_DEPTH 4096
+#define F_MAX_DOWN 500		/* sends A1 posts while B is down */
+#define F_N_RNDV (F_TOTAL / 11)
+#define F_N_EAGER (F_TOTAL - F_N_RNDV)
+
+static bool f_is_rndv(uint32_t i)
+{
+	return i % 11 == 10;
+}
+
+static uint32_t f_len(uint32_t i)
+{
+	return f_is_rndv(i) ? F_RNDV_LEN : F_EAGER_LEN;
+}
+
+static uint64_t f_tag(uint32_t i)
+{
+	return f_is_rndv(i) ? F_TAG_RNDV : F_TAG_EAGER;
+}
+
+struct f_shared {
+	_Atomic int phase;
+	_Atomic int stop;		/* new B1: A1 is done, drain and leave */
+	int8_t status[F_TOTAL];		/* A1: completion status, -1 none */
+	uint8_t post_phase[F_TOTAL];
+	_Atomic uint8_t delivered[F_TOTAL];	/* by either B1 */
+	uint8_t deliv_gen[F_TOTAL];	/* 1 old B1, 2 new B1 */
+	uint32_t received[3];		/* per B1 generation */
+	uint32_t max_out;		/* A1: most sends in flight */
+	int64_t a1_ms;
+};
+
+static const char *const f_names[3] = { "A1", "B1", "B1'" };
+
+struct f_a1 {
+	struct cl c;
+	struct f_shared *sh;
+	sl_addr_t dst;
+	uint32_t next, done, out, n_down;
+};
+
+static void f_a1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct f_a1 *s = arg;
+	uint32_t i = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < s->next && s->sh->status[i] < 0,
+		   CL_E_CTX, "send ctx %#llx %s", (unsigned long long)e->user_ctx,
+		   i < s->next ? "twice" : "never posted");
+	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
+		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
+		   sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == f_len(i) && e->tag == f_tag(i) &&
+		   addr_eq(e->peer, s->dst), CL_E_META, "send %u: opcode %u len %llu tag %llu", i,
+		   e->opcode, (unsigned long long)e->len, (unsigned long long)e->tag);
+	s->sh->status[i] = (int8_t)e->status;
+	s->done++;
+	s->out--;
+}
+
+static void f_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_fd,
+		     struct f_shared *sh)
+{
+	static struct f_a1 s;
+	uint8_t *ebuf, *rbuf, *buf[F_TOTAL];
+	uint32_t ne = 0, nr = 0, i;
+	bool reported = false;
+	int64_t t0, last;
+
+	cl_name = f_names[0];
+	s.sh = sh;
+	s.dst = (sl_addr_t){ nodes[1].node, 2001 };
+	cl_open(&s.c, &nodes[0], 1001, F_A_DEPTH);
+	ebuf = cl_alloc(&s.c, (size_t)F_N_EAGER * F_EAGER_LEN);
+	rbuf = cl_alloc(&s.c, (size_t)F_N_RNDV * F_RNDV_LEN);
+	for (i = 0; i < F_TOTAL; i++) {
+		buf[i] = f_is_rndv(i) ? rbuf + (size_t)nr++ * F_RNDV_LEN
+				      : ebuf + (size_t)ne++ * F_EAGER_LEN;
+		msg_fill(buf[i], f_len(i), 1, i, f_tag(i));
+	}
+	barrier_arrive(b);
+	t0 = last = h_now_ms();
+	while (s.done < F_TOTAL) {
+		bool posted = false;
+		int n;
+
+		/* As fast as the ring accepts: -EAGAIN means poll, then retry. */
+		while (s.next < F_TOTAL && may_post(&sh->phase, s.n_down, F_MAX_DOWN)) {
+			int ph = atomic_load(&sh->phase);
+			int rc = sl_send(s.c.q, s.dst, f_tag(s.next), buf[s.next], f_len(s.next),
+					 CTX_SEND | s.next);
+
+			if (rc == -EAGAIN)
+				break;
+			CL_REQUIRE(rc == 0, CL_E_POST, "sl_send %u: %s", s.next, strerror(-rc));
+			sh->post_phase[s.next++] = (uint8_t)ph;
+			s.n_down += ph == PH_DOWN;
+			posted = true;
+			if (++s.out > sh->max_out)
+				sh->max_out = s.out;
+		}
+		/* The kill comes right after a refill of the ring, so that
+		 * sends are surely in flight on the link when it happens. */
+		if (!reported && s.done >= F_KILL_AT && posted) {
+			cl_signal(kill_fd);
+			reported = true;
+		}
+		n = cl_pump(&s.c, f_a1_cqe, &s, posted ? 0 : 1, false);
+		if (n > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
+			   "stalled at %u of %u completions (%u posted)", s.done, F_TOTAL, s.next);
+	}
+	cl_expect_quiet(&s.c, 20);
+	sh->a1_ms = h_now_ms() - t0;
+	cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+struct f_b1 {
+	struct cl c;
+	struct f_shared *sh;
+	int gen;
+	sl_addr_t src;
+	uint8_t *ebuf, *rbuf;
+	uint8_t seen[F_TOTAL];
+};
+
+static void f_b1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct f_b1 *s = arg;
+	uint32_t k = CTX_INDEX(e->user_ctx);
+	bool rndv = k >= F_N_EAGER;
+	uint32_t len = rndv ? F_RNDV_LEN : F_EAGER_LEN;
+	uint64_t tag = rndv ? F_TAG_RNDV : F_TAG_EAGER;
+	const uint8_t *p = rndv ? s->rbuf + (size_t)(k - F_N_EAGER) * F_RNDV_LEN
+				: s->ebuf + (size_t)k * F_EAGER_LEN;
+	struct msg_hdr h;
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < F_TOTAL && !s->seen[k], CL_E_CTX,
+		   "recv ctx %#llx", (unsigned long long)e->user_ctx);
+	s->seen[k] = 1;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", k, sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == len && e->tag == tag &&
+		   addr_eq(e->peer, s->src), CL_E_META, "recv %u: len %llu tag %llu peer %08x:%u",
+		   k, (unsigned long long)e->len, (unsigned long long)e->tag, e->peer.node,
+		   e->peer.port);
+	CL_REQUIRE(msg_decode(p, len, &h) && h.src == 1 && h.seq < F_TOTAL &&
+		   f_is_rndv(h.seq) == rndv, CL_E_DATA, "recv %u: no message header", k);
+	CL_REQUIRE(msg_check(p, len, 1, h.seq, tag), CL_E_DATA, "recv %u (message %u): payload "
+		   "differs", k, h.seq);
+	CL_REQUIRE(atomic_fetch_add(&s->sh->delivered[h.seq], 1) == 0, CL_E_DUP,
+		   "message %u delivered again (first to generation %u)", h.seq,
+		   s->sh->deliv_gen[h.seq]);
+	s->sh->deliv_gen[h.seq] = (uint8_t)s->gen;
+	s->sh->received[s->gen]++;
+}
+
+/*
+ * B1 of generation @gen (1: the first daemon B, 2: the restarted one):
+ * posts a receive for every message, tells the test process, and takes
+ * what comes.  Generation 1 ends when its daemon is gone (after taking
+ * every completion the daemon wrote), generation 2 when told to stop and
+ * nothing more arrives.
+ */
+static void f_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, int ready_fd,
+		     struct f_shared *sh)
+{
+	static struct f_b1 s;
+	int64_t t0 = h_now_ms(), quiet_since = 0;
+	uint32_t k;
+
+	cl_name = f_names[gen];
+	s.sh = sh;
+	s.gen = gen;
+	s.src = (sl_addr_t){ nodes[0].node, 1001 };
+	cl_open(&s.c, &nodes[1], 2001, F_B_DEPTH);
+	s.ebuf = cl_alloc(&s.c, (size_t)F_N_EAGER * F_EAGER_LEN);
+	s.rbuf = cl_alloc(&s.c, (size_t)F_N_RNDV * F_RNDV_LEN);
+	for (k = 0; k < F_TOTAL; k++) {
+		bool rndv = k >= F_N_EAGER;
+
+		cl_post(&s.c, false, s.src, rndv ? F_TAG_RNDV : F_TAG_EAGER,
+			rndv ? s.rbuf + (size_t)(k - F_N_EAGER) * F_RNDV_LEN
+			     : s.ebuf + (size_t)k * F_EAGER_LEN,
+			rndv ? F_RNDV_LEN : F_EAGER_LEN, CTX_RECV | k, f_b1_cqe, &s);
+	}
+	if (b)
+		barrier_arrive(b);
+	else
+		cl_signal(ready_fd);
+	for (;;) {
+		int n = cl_pump(&s.c, f_b1_cqe, &s, 10, gen == 1);
+
+		if (n == -ECONNRESET)
+			break;	/* every completion the daemon wrote was taken */
+		if (gen == 2 && atomic_load(&sh->stop)) {
+			if (n > 0 || !quiet_since)
+				quiet_since = h_now_ms();
+			else if (h_now_ms() - quiet_since > 200)
+				break;
+		}
+		CL_REQUIRE(h_now_ms() - t0 < 90000, CL_E_TIMEOUT, "generation %d never ended", gen);
+	}
+	if (gen == 2)
+		cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+START_TEST(c04_sq_burst)
+{
+	static const char *const names[] = { "A", "B" };
+	static const char *const a_conf = "[transport]\nsq_depth = 64\n[limits]\narena_bytes = 128M\n";
+	static const char *const b_conf = "[limits]\narena_bytes = 128M\n";
+	static const char *const confs[] = { a_conf, b_conf };
+	static const char *const peer_b[] = { "B" };
+	static struct h_stats st;
+	struct h_daemon nodes[2];
+	struct f_shared *sh;
+	struct barrier b;
+	struct chan kill_ch, ready_ch;
+	pid_t pids[3] = { 0, 0, 0 };
+	static uint32_t ok_lost[F_TOTAL];
+	uint32_t n_ok = 0, n_down = 0, n_noep = 0, late = 0, n_lost = 0, deliv_failed = 0, i;
+	uint64_t backlog_down, enomem, frames;
+	char state[32];
+	int64_t t_kill, t_ready, t0;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	sh = shared_alloc(sizeof(*sh));
+	memset(sh->status, -1, sizeof(sh->status));
+	barrier_init(&b);
+	chan_init(&kill_ch);
+	chan_init(&ready_ch);
+	for (i = 0; i < 2; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			(void)signal(SIGPIPE, SIG_IGN);
+			if (i == 0)
+				f_a1_run(nodes, &b, kill_ch.fd[1], sh);
+			f_b1_run(1, nodes, &b, -1, sh);
+		}
+	}
+	barrier_release(&b, pids, f_names, 2);
+	t0 = h_now_ms();
+	chan_expect(&kill_ch, 60000, pids, f_names, 2, "2,500 completions");
+	h_daemon_kill(&nodes[1]);
+	t_kill = h_now_ms();
+	atomic_store(&sh->phase, PH_DOWN);
+	/* While B is away A's sends pile up in its backlog, none posted. */
+	h_sleep_ms(300);
+	h_daemon_stats(&nodes[0], &st);
+	backlog_down = link_stat(&st, "B", "backlog");
+	h_stats_str(&st, "link.B.state", state, sizeof(state));
+	H_ASSERT(strcmp(state, "up"), "link A->B still up 300 ms after B was killed");
+	H_ASSERT(backlog_down > 0, "no backlog toward B while it is down");
+	h_sleep_ms(700);
+	h_daemon_restart(&nodes[1], &nodes[0], 1, b_conf);
+	pids[2] = h_fork();
+	if (pids[2] == 0) {
+		(void)signal(SIGPIPE, SIG_IGN);
+		f_b1_run(2, nodes, NULL, ready_ch.fd[1], sh);
+	}
+	chan_expect(&ready_ch, 30000, pids, f_names, 3, "new B1 ready");
+	t_ready = h_now_ms();
+	atomic_store(&sh->phase, PH_READY);
+	{
+		char msg[512];
+
+		if (!reap_clients(pids, f_names, 1, 60000, msg, sizeof(msg)))
+			fail_clients(pids + 1, f_names + 1, 2, msg);
+	}
+	atomic_store(&sh->stop, 1);
+	expect_clients_ok(pids + 1, f_names + 1, 2, 20000);
+	H_ASSERT(h_daemon_alive(&nodes[0]), "daemon A died");
+
+	for (i = 0; i < F_TOTAL; i++) {
+		int s = sh->status[i];
+
+		H_ASSERT(s >= 0, "send %u has no completion", i);
+		n_ok += s == SL_OK;
+		n_down += s == SL_ERR_PEER_DOWN;
+		n_noep += s == SL_ERR_NO_ENDPOINT;
+		H_ASSERT(sh->delivered[i] <= 1, "message %u delivered %u times", i,
+			 sh->delivered[i]);
+		if (sh->post_phase[i] == PH_READY) {
+			late++;
+			H_ASSERT(s == SL_OK && sh->deliv_gen[i] == 2, "send %u posted after the new "
+				 "B1 was ready: %s, delivered to generation %u", i, sl_strerror(s),
+				 sh->deliv_gen[i]);
+		}
+		/* Nothing fails after the restart: the new B1's messages were OK. */
+		if (sh->deliv_gen[i] == 2)
+			H_ASSERT(s == SL_OK, "message %u reached the new B1 but completed %s", i,
+				 sl_strerror(s));
+		if (s == SL_OK && !sh->delivered[i])
+			ok_lost[n_lost++] = i;	/* checked last */
+		/* Allowed: a frame the peer took may have lost its ACK. */
+		if (s != SL_OK && sh->delivered[i])
+			deliv_failed++;
+	}
+	H_EQ(n_ok + n_down + n_noep, F_TOTAL);
+	H_EQ(sh->received[1] + sh->received[2], n_ok - n_lost + deliv_failed);
+
+	wait_daemon_idle(&nodes[0], peer_b, 1, 5000, &st);
+	enomem = h_stats_u64(&st, "xport.post_enomem");
+	frames = link_stat(&st, "B", "frames_tx");
+	printf("c04_sq_burst: %u sends: %u OK, %u PEER_DOWN, %u NO_ENDPOINT, each completed "
+	       "once; B1 received %u, the new B1 %u (%u of them posted after it was ready); "
+	       "%u OK sends never arrived, %u failed sends had arrived; A: backlog %llu "
+	       "while B was down, %llu frames, post_enomem %llu, up to %u sends in flight; "
+	       "kill at %lld ms, new B1 ready %lld ms later, A1 done in %lld ms\n",
+	       F_TOTAL, n_ok, n_down, n_noep, sh->received[1], sh->received[2], late,
+	       n_lost, deliv_failed, (unsigned long long)backlog_down,
+	       (unsigned long long)frames, (unsigned long long)enomem, sh->max_out,
+	       (long long)(t_kill - t0), (long long)(t_ready - t_kill), (long long)sh->a1_ms);
+	/* The daemon never posts more than its SQ holds. */
+	H_EQ(enomem, 0);
+	H_EQ(link_stat(&st, "B", "post_enomem"), 0);
+	H_ASSERT(n_ok > 0 && n_down + n_noep > 0, "%u OK, %u failed: the kill missed the burst",
+		 n_ok, n_down + n_noep);
+	wait_rcache_empty(&nodes[0], 3000);
+	chan_close(&kill_ch);
+	chan_close(&ready_ch);
+	h_cluster_stop(nodes, 2);
+	expect_ok_delivered("c04_sq_burst", ok_lost, n_lost, f_is_rndv, sh->post_phase);
+	shared_free(sh, sizeof(*sh));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 5. C08: the peer daemon reset with rendezvous in flight              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A1 sends 200 rendezvous of 1 MiB (tag 5) to B1, 16 outstanding; B1
+ * keeps 32 receives posted.  After about 50 complete, daemon B is killed
+ * (kill -9: RTS, RTR, RDMA writes and their completions are caught at
+ * whatever stage) and restarted 3 s later with a new B1.  A1 keeps going
+ * and never resends.  Run with daemon A's registration cache disabled and
+ * enabled.  Meanwhile A2 and C1 ping-pong between nodes A and C.
+ */
+#define E_MSGS 200
+#define E_LEN (1u * MiB)
+#define E_TAG 5u
+#define E_WIN 16
+#define E_RWIN 32
+#define E_KILL_AT 50
+#define E_OUTAGE_MS 3000
+#define E_PP_TAG 9u
+#define E_PP_LEN 64u
+#define E_PP_MAX_RTT_MS 1000
+
+enum { E_A1, E_B1, E_A2, E_C1, E_B1N, E_N };
+
+static bool e_is_rndv(uint32_t i)
+{
+	(void)i;
+	return true;	/* E_LEN > eager_max */
+}
+static const char *const e_names[E_N] = { "A1", "B1", "A2", "C1", "B1'" };
+
+struct e_shared {
+	_Atomic int phase;
+	_Atomic int stop;
+	int8_t status[E_MSGS];
+	uint8_t post_phase[E_MSGS];
+	_Atomic uint8_t delivered[E_MSGS];
+	uint8_t deliv_gen[E_MSGS];
+	uint32_t received[3];
+	uint32_t pp_rounds;
+	int64_t pp_max_rtt_ms;
+};
+
+struct e_a1 {
+	struct cl c;
+	struct e_shared *sh;
+	sl_addr_t dst;
+	uint8_t *buf[E_WIN];
+	uint32_t slot_of[E_MSGS], free_slots[E_WIN], n_free;
+	uint32_t next, done, n_down;
+};
+
+static void e_a1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct e_a1 *s = arg;
+	uint32_t i = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < s->next && s->sh->status[i] < 0,
+		   CL_E_CTX, "send ctx %#llx", (unsigned long long)e->user_ctx);
+	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
+		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
+		   sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == E_LEN && e->tag == E_TAG &&
+		   addr_eq(e->peer, s->dst), CL_E_META, "send %u: fields", i);
+	s->sh->status[i] = (int8_t)e->status;
+	s->free_slots[s->n_free++] = s->slot_of[i];
+	s->done++;
+}
+
+static void e_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_fd,
+		     struct hold *h, struct e_shared *sh)
+{
+	static struct e_a1 s;
+	bool reported = false;
+	int64_t last;
+	uint32_t j;
+
+	cl_name = e_names[E_A1];
+	s.sh = sh;
+	s.dst = (sl_addr_t){ nodes[1].node, 2001 };
+	cl_open(&s.c, &nodes[0], 1001, 64);
+	for (j = 0; j < E_WIN; j++) {
+		s.buf[j] = cl_alloc(&s.c, E_LEN);
+		s.free_slots[s.n_free++] = j;
+	}
+	barrier_arrive(b);
+	last = h_now_ms();
+	while (s.done < E_MSGS) {
+		bool posted = false;
+
+		while (s.next < E_MSGS && s.n_free && may_post(&sh->phase, s.n_down, E_WIN)) {
+			uint32_t slot = s.free_slots[--s.n_free];
+			int ph = atomic_load(&sh->phase);
+
+			msg_fill(s.buf[slot], E_LEN, 1, s.next, E_TAG);
+			s.slot_of[s.next] = slot;
+			sh->post_phase[s.next] = (uint8_t)ph;
+			s.n_down += ph == PH_DOWN;
+			cl_post(&s.c, true, s.dst, E_TAG, s.buf[slot], E_LEN, CTX_SEND | s.next,
+				e_a1_cqe, &s);
+			s.next++;
+			posted = true;
+		}
+		/* Right after a refill: the window is in flight. */
+		if (!reported && s.done >= E_KILL_AT && posted) {
+			cl_signal(kill_fd);
+			reported = true;
+		}
+		if (cl_pump(&s.c, e_a1_cqe, &s, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
+			   "stalled at %u of %u completions", s.done, E_MSGS);
+	}
+	cl_expect_quiet(&s.c, 20);
+	hold_here(h);
+	cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+struct e_b1 {
+	struct cl c;
+	struct e_shared *sh;
+	int gen;
+	sl_addr_t src;
+	uint8_t *buf[E_RWIN];
+	bool repost[E_RWIN];
+};
+
+static void e_b1_cqe(void *arg, const struct sl_cqe *e)
+{
+	struct e_b1 *s = arg;
+	uint32_t slot = CTX_INDEX(e->user_ctx);
+	struct msg_hdr h;
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && slot < E_RWIN && !s->repost[slot],
+		   CL_E_CTX, "recv ctx %#llx", (unsigned long long)e->user_ctx);
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv: %s", sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == E_LEN && e->tag == E_TAG &&
+		   addr_eq(e->peer, s->src), CL_E_META, "recv: len %llu tag %llu",
+		   (unsigned long long)e->len, (unsigned long long)e->tag);
+	CL_REQUIRE(msg_decode(s->buf[slot], E_LEN, &h) && h.src == 1 && h.seq < E_MSGS,
+		   CL_E_DATA, "recv: no message header");
+	CL_REQUIRE(msg_check(s->buf[slot], E_LEN, 1, h.seq, E_TAG), CL_E_DATA,
+		   "message %u: payload differs", h.seq);
+	CL_REQUIRE(atomic_fetch_add(&s->sh->delivered[h.seq], 1) == 0, CL_E_DUP,
+		   "message %u delivered again (first to generation %u)", h.seq,
+		   s->sh->deliv_gen[h.seq]);
+	s->sh->deliv_gen[h.seq] = (uint8_t)s->gen;
+	s->sh->received[s->gen]++;
+	s->repost[slot] = true;
+}
+
+static void e_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, int ready_fd,
+		     struct e_shared *sh)
+{
+	static struct e_b1 s;
+	int64_t t0 = h_now_ms(), quiet_since = 0;
+	uint32_t j;
+
+	cl_name = e_names[gen == 1 ? E_B1 : E_B1N];
+	s.sh = sh;
+	s.gen = gen;
+	s.src = (sl_addr_t){ nodes[0].node, 1001 };
+	cl_open(&s.c, &nodes[1], 2001, 64);
+	for (j = 0; j < E_RWIN; j++) {
+		s.buf[j] = cl_alloc(&s.c, E_LEN);
+		cl_post(&s.c, false, s.src, E_TAG, s.buf[j], E_LEN, CTX_RECV | j, e_b1_cqe, &s);
+	}
+	if (b)
+		barrier_arrive(b);
+	else
+		cl_signal(ready_fd);
+	for (;;) {
+		int n = cl_pump(&s.c, e_b1_cqe, &s, 10, gen == 1);
+
+		if (n == -ECONNRESET)
+			break;
+		for (j = 0; j < E_RWIN; j++) {
+			if (!s.repost[j])
+				continue;
+			s.repost[j] = false;
+			memset(s.buf[j], 0, sizeof(struct msg_hdr));
+			if (sl_recv(s.c.q, s.src, E_TAG, ~0ull, s.buf[j], E_LEN, CTX_RECV | j) < 0) {
+				/* Only once the daemon is gone (generation 1). */
+				CL_REQUIRE(gen == 1, CL_E_POST, "sl_recv failed");
+			}
+		}
+		if (gen == 2 && atomic_load(&sh->stop)) {
+			if (n > 0 || !quiet_since)
+				quiet_since = h_now_ms();
+			else if (h_now_ms() - quiet_since > 200)
+				break;
+		}
+		CL_REQUIRE(h_now_ms() - t0 < 90000, CL_E_TIMEOUT, "generation %d never ended", gen);
+	}
+	if (gen == 2)
+		cl_close(&s.c);
+	_exit(CL_OK);
+}
+
+/* A2 <-> C1: 64-byte ping-pong across nodes A and C until told to stop;
+ * A2 ends it with an empty message.  Any error, wrong payload or lost
+ * message fails the client. */
+static void e_pp_run(bool a2, const struct h_daemon *nodes, struct barrier *b,
+		     struct e_shared *sh)
+{
+	sl_addr_t peer = a2 ? (sl_addr_t){ nodes[2].node, 3001 } : (sl_addr_t){ nodes[0].node, 1002 };
+	uint32_t me = a2 ? E_A2 : E_C1, other = a2 ? E_C1 : E_A2, round;
+	uint8_t *sb, *rb;
+	struct cl c;
+
+	cl_name = e_names[me];
+	cl_open(&c, &nodes[a2 ? 0 : 2], a2 ? 1002 : 3001, 16);
+	sb = cl_alloc(&c, E_PP_LEN);
+	rb = cl_alloc(&c, E_PP_LEN);
+	barrier_arrive(b);
+	for (round = 0;; round++) {
+		bool stop = a2 && atomic_load(&sh->stop);
+		uint32_t len = stop ? 0 : E_PP_LEN;
+		struct sl_cqe e;
+		int64_t t0 = h_now_ms();
+		int rc, k;
+
+		CL_REQUIRE(sl_recv(c.q, peer, E_PP_TAG, ~0ull, rb, E_PP_LEN, 2) == 0, CL_E_POST,
+			   "sl_recv");
+		if (!a2) {
+			rc = h_wait_cqe(c.q, &e, 20000);
+			CL_REQUIRE(rc == 1, CL_E_TIMEOUT, "round %u: nothing from A2 (rc %d)", round, rc);
+			CL_REQUIRE(e.user_ctx == 2 && e.status == SL_OK && addr_eq(e.peer, peer),
+				   CL_E_STATUS, "round %u recv: %s", round, sl_strerror(e.status));
+			if (e.len == 0)
+				break;
+			CL_REQUIRE(e.len == E_PP_LEN && msg_check(rb, E_PP_LEN, other, round, E_PP_TAG),
+				   CL_E_DATA, "round %u: ping differs", round);
+		}
+		msg_fill(sb, len, me, round, E_PP_TAG);
+		CL_REQUIRE(sl_send(c.q, peer, E_PP_TAG, sb, len, 1) == 0, CL_E_POST, "sl_send");
+		for (k = 0; k < (a2 && !stop ? 2 : 1); k++) {
+			rc = h_wait_cqe(c.q, &e, 10000);
+			CL_REQUIRE(rc == 1, CL_E_TIMEOUT, "round %u: no completion (rc %d)", round, rc);
+			CL_REQUIRE(e.status == SL_OK, CL_E_STATUS, "round %u ctx %llu: %s", round,
+				   (unsigned long long)e.user_ctx, sl_strerror(e.status));
+			if (e.user_ctx == 2)
+				CL_REQUIRE(e.len == E_PP_LEN && addr_eq(e.peer, peer) &&
+					   msg_check(rb, E_PP_LEN, other, round, E_PP_TAG), CL_E_DATA,
+					   "round %u: pong differs", round);
+			else
+				CL_REQUIRE(e.user_ctx == 1 && e.len == len, CL_E_META, "round %u: ctx %llu",
+					   round, (unsigned long long)e.user_ctx);
+		}
+		if (a2) {
+			int64_t rtt = h_now_ms() - t0;
+
+			if (stop)
+				break;
+			if (rtt > sh->pp_max_rtt_ms)
+				sh->pp_max_rtt_ms = rtt;
+			sh->pp_rounds = round + 1;
+			h_sleep_ms(1);
+		}
+	}
+	/* A2's last receive was posted for a pong that never comes. */
+	cl_close(&c);
+	_exit(CL_OK);
+}
+
+static void c08_run(const char *label, bool cache_off)
+{
+	static const char *const names[] = { "A", "B", "C" };
+	static const char *const peers_a[] = { "B", "C" };
+	const char *confs[] = { cache_off ? "[rcache]\nmax_regions = 0\n" : NULL, NULL, NULL };
+	static struct h_stats st;
+	struct h_daemon nodes[3], b_peers[2];
+	struct e_shared *sh;
+	struct barrier b;
+	struct chan kill_ch, ready_ch;
+	struct hold h;
+	pid_t pids[E_N] = { 0 };
+	static uint32_t ok_lost[E_MSGS];
+	uint32_t n_ok = 0, n_down = 0, n_noep = 0, late = 0, n_lost = 0, deliv_failed = 0, i;
+	uint64_t regions, mrs, regs, deregs, hits, misses;
+	char msg[512];
+
+	h_cluster_start_confs(nodes, names, 3, confs);
+	sh = shared_alloc(sizeof(*sh));
+	memset(sh->status, -1, sizeof(sh->status));
+	barrier_init(&b);
+	chan_init(&kill_ch);
+	chan_init(&ready_ch);
+	hold_init(&h);
+	for (i = 0; i < E_B1N; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			(void)signal(SIGPIPE, SIG_IGN);
+			if (i == E_A1)
+				e_a1_run(nodes, &b, kill_ch.fd[1], &h, sh);
+			if (i == E_B1)
+				e_b1_run(1, nodes, &b, -1, sh);
+			e_pp_run(i == E_A2, nodes, &b, sh);
+		}
+	}
+	barrier_release(&b, pids, e_names, E_B1N);
+	chan_expect(&kill_ch, 60000, pids, e_names, E_B1N, "50 completions");
+	h_daemon_kill(&nodes[1]);
+	atomic_store(&sh->phase, PH_DOWN);
+	h_sleep_ms(E_OUTAGE_MS);
+	H_ASSERT(h_daemon_alive(&nodes[0]) && h_daemon_alive(&nodes[2]), "a daemon died");
+	b_peers[0] = nodes[0];
+	b_peers[1] = nodes[2];
+	h_daemon_restart(&nodes[1], b_peers, 2, NULL);
+	pids[E_B1N] = h_fork();
+	if (pids[E_B1N] == 0) {
+		(void)signal(SIGPIPE, SIG_IGN);
+		e_b1_run(2, nodes, NULL, ready_ch.fd[1], sh);
+	}
+	chan_expect(&ready_ch, 30000, pids, e_names, E_N, "new B1 ready");
+	atomic_store(&sh->phase, PH_READY);
+	hold_wait_done(&h, 1, 60000, pids, e_names, E_N);
+	/* A1's queue is still open: what is registered now is the cache's
+	 * idle level (nothing at all when it is disabled). */
+	wait_daemon_idle(&nodes[0], peers_a, 2, 5000, &st);
+	regions = h_stats_u64(&st, "rcache.regions");
+	mrs = h_stats_u64(&st, "xport.mrs");
+	regs = h_stats_u64(&st, "rcache.regs");
+	deregs = h_stats_u64(&st, "rcache.deregs");
+	hits = h_stats_u64(&st, "rcache.hits");
+	misses = h_stats_u64(&st, "rcache.misses");
+	if (cache_off)
+		expect_rcache_level(&nodes[0], &st, 0, 0);
+	else
+		expect_rcache_level(&nodes[0], &st, E_WIN, (uint64_t)E_WIN * (E_LEN + CHUNK));
+	hold_release(&h, 1);
+	atomic_store(&sh->stop, 1);
+	if (!reap_clients(pids, e_names, E_N, 30000, msg, sizeof(msg)))
+		h_fail(__FILE__, __LINE__, "clients", "%s", msg);
+
+	for (i = 0; i < E_MSGS; i++) {
+		int s = sh->status[i];
+
+		H_ASSERT(s >= 0, "send %u has no completion", i);
+		n_ok += s == SL_OK;
+		n_down += s == SL_ERR_PEER_DOWN;
+		n_noep += s == SL_ERR_NO_ENDPOINT;
+		H_ASSERT(sh->delivered[i] <= 1, "message %u delivered %u times", i,
+			 sh->delivered[i]);
+		if (sh->post_phase[i] == PH_READY) {
+			late++;
+			H_ASSERT(s == SL_OK && sh->deliv_gen[i] == 2, "send %u posted after the new "
+				 "B1 was ready: %s, delivered to generation %u", i, sl_strerror(s),
+				 sh->deliv_gen[i]);
+		}
+		if (sh->deliv_gen[i] == 2)
+			H_ASSERT(s == SL_OK, "message %u reached the new B1 but completed %s", i,
+				 sl_strerror(s));
+		if (s == SL_OK && !sh->delivered[i])
+			ok_lost[n_lost++] = i;	/* checked last */
+		deliv_failed += s != SL_OK && sh->delivered[i];
+	}
+	H_EQ(n_ok + n_down + n_noep, E_MSGS);
+	H_ASSERT(n_down + n_noep > 0, "no send failed: the kill missed the transfers");
+	H_ASSERT(sh->pp_rounds > 0 && sh->pp_max_rtt_ms < E_PP_MAX_RTT_MS,
+		 "A2<->C1: %u rounds, slowest %lld ms", sh->pp_rounds, (long long)sh->pp_max_rtt_ms);
+	printf("%s: 200 x 1 MiB: %u OK, %u PEER_DOWN, %u NO_ENDPOINT; B1 received %u, the new "
+	       "B1 %u (%u posted after it was ready); %u OK never arrived, %u failed had arrived; "
+	       "A rcache %llu hits %llu misses, regs %llu deregs %llu, %llu regions and %llu "
+	       "MRs idle; A2<->C1 %u round trips, slowest %lld ms\n", label, n_ok, n_down, n_noep,
+	       sh->received[1], sh->received[2], late, n_lost, deliv_failed,
+	       (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)regs,
+	       (unsigned long long)deregs, (unsigned long long)regions, (unsigned long long)mrs,
+	       sh->pp_rounds, (long long)sh->pp_max_rtt_ms);
+	for (i = 0; i < 3; i++)
+		H_ASSERT(h_daemon_alive(&nodes[i]), "daemon %s died", nodes[i].name);
+	wait_rcache_empty(&nodes[0], 3000);
+	chan_close(&kill_ch);
+	chan_close(&ready_ch);
+	h_cluster_stop(nodes, 3);
+	expect_ok_delivered(label, ok_lost, n_lost, e_is_rndv, sh->post_phase);
+	shared_free(sh, sizeof(*sh));
+}
+
+START_TEST(c08_reset_cache_off)
+{
+	c08_run("c08_reset_cache_off", true);
+}
+END_TEST
+
+START_TEST(c08_reset_cache_on)
+{
+	c08_run("c08_reset_cache_on", false);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 6. Large messages within a node (one copy) and truncation             */
+/* ------------------------------------------------------------------ */
+
+#define L_BIG (16u * MiB)
+#define L_CAP (1u * MiB + 1)
+#define L_GUARD 4096u
+
+START_TEST(local_large_and_truncation)
+{
+	static const char *const names[] = { "A", "B" };
+	static const char *const peers[2][1] = { { "B" }, { "A" } };
+	static struct h_stats st;
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *q1, *q2, *qb;
+	sl_addr_t a1, a2, b1;
+	uint8_t *sbuf, *rbuf, *tbuf, *bbuf;
+	unsigned i;
+
+	h_cluster_start(nodes, names, 2);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 1001, 16, &q1), 0);
+	H_EQ(sl_queue_open(ca, 1002, 16, &q2), 0);
+	H_EQ(sl_queue_open(cb, 2001, 16, &qb), 0);
+	a1 = sl_queue_addr(q1);
+	a2 = sl_queue_addr(q2);
+	b1 = sl_queue_addr(qb);
+	sbuf = sl_alloc(q1, L_BIG);
+	rbuf = sl_alloc(q2, L_BIG);
+	tbuf = sl_alloc(q2, L_CAP + L_GUARD);
+	bbuf = sl_alloc(qb, L_CAP + L_GUARD);
+	H_ASSERT(sbuf && rbuf && tbuf && bbuf, "sl_alloc: %s", strerror(errno));
+
+	/* 16 MiB within the node, the receive posted first, then after. */
+	for (i = 0; i < 2; i++) {
+		bool recv_first = i == 0;
+		uint64_t tag = 21 + i;
+
+		msg_fill(sbuf, L_BIG, 1, i, tag);
+		memset(rbuf, 0, L_BIG);
+		if (recv_first)
+			H_EQ(sl_recv(q2, a1, tag, ~0ull, rbuf, L_BIG, 100 + i), 0);
+		H_EQ(sl_send(q1, (sl_addr_t){ SL_NODE_LOCAL, a2.port }, tag, sbuf, L_BIG, 200 + i), 0);
+		if (!recv_first) {
+			/* Above eager_max: the send waits for a receive. */
+			expect_no_cqe(q1, 50);
+			H_EQ(sl_recv(q2, a1, tag, ~0ull, rbuf, L_BIG, 100 + i), 0);
+		}
+		expect_cqe(q1, SL_OP_SEND, 200 + i, SL_OK, L_BIG, tag, a2);
+		expect_cqe(q2, SL_OP_RECV, 100 + i, SL_OK, L_BIG, tag, a1);
+		H_ASSERT(msg_check(rbuf, L_BIG, 1, i, tag), "16 MiB local payload (receive %s)",
+			 recv_first ? "first" : "second");
+	}
+
+	/* Truncated within the node: the first capacity bytes, the full
+	 * length reported, nothing past the buffer; the send is OK. */
+	msg_fill(sbuf, L_BIG, 1, 2, 23);
+	memset(tbuf, 0xee, L_CAP + L_GUARD);
+	H_EQ(sl_recv(q2, a1, 23, ~0ull, tbuf, L_CAP, 102), 0);
+	H_EQ(sl_send(q1, a2, 23, sbuf, L_BIG, 202), 0);
+	expect_cqe(q2, SL_OP_RECV, 102, SL_ERR_TRUNCATED, L_BIG, 23, a1);
+	expect_cqe(q1, SL_OP_SEND, 202, SL_OK, L_BIG, 23, a2);
+	H_ASSERT(msg_check_prefix(tbuf, L_CAP, L_BIG, 1, 2, 23), "truncated local prefix");
+	H_ASSERT(all_bytes(tbuf + L_CAP, L_GUARD, 0xee), "local truncation wrote past capacity");
+
+	/* A 0-capacity receive takes a large local message whole. */
+	H_EQ(sl_send(q1, a2, 24, sbuf, 2 * MiB, 203), 0);
+	H_EQ(sl_recv(q2, a1, 24, ~0ull, NULL, 0, 103), 0);
+	expect_cqe(q2, SL_OP_RECV, 103, SL_ERR_TRUNCATED, 2 * MiB, 24, a1);
+	expect_cqe(q1, SL_OP_SEND, 203, SL_OK, 2 * MiB, 24, a2);
+
+	/* One copy, arena to arena: nothing was registered for it. */
+	h_daemon_stats(&nodes[0], &st);
+	H_EQ(h_stats_u64(&st, "rcache.misses"), 0);
+	H_EQ(h_stats_u64(&st, "rcache.regs"), 0);
+	H_EQ(h_stats_u64(&st, "xport.mrs"), 0);
+
+	/* Truncated across nodes, the RTS unexpected (receive posted after
+	 * the send): the RTR asks for the capacity only. */
+	msg_fill(sbuf, 4 * MiB, 1, 3, 25);
+	memset(bbuf, 0xee, L_CAP + L_GUARD);
+	H_EQ(sl_send(q1, b1, 25, sbuf, 4 * MiB, 204), 0);
+	expect_no_cqe(q1, 50);
+	H_EQ(sl_recv(qb, a1, 25, ~0ull, bbuf, L_CAP, 104), 0);
+	expect_cqe(qb, SL_OP_RECV, 104, SL_ERR_TRUNCATED, 4 * MiB, 25, a1);
+	expect_cqe(q1, SL_OP_SEND, 204, SL_OK, 4 * MiB, 25, b1);
+	H_ASSERT(msg_check_prefix(bbuf, L_CAP, 4 * MiB, 1, 3, 25), "truncated remote prefix");
+	H_ASSERT(all_bytes(bbuf + L_CAP, L_GUARD, 0xee), "remote truncation wrote past capacity");
+
+	/* Across nodes, a 0-capacity receive posted first: an empty write
+	 * with the immediate completes both. */
+	H_EQ(sl_recv(qb, a1, 26, ~0ull, NULL, 0, 105), 0);
+	H_EQ(sl_send(q1, b1, 26, sbuf, 4 * MiB, 205), 0);
+	expect_cqe(qb, SL_OP_RECV, 105, SL_ERR_TRUNCATED, 4 * MiB, 26, a1);
+	expect_cqe(q1, SL_OP_SEND, 205, SL_OK, 4 * MiB, 26, b1);
+
+	/* The link still carries a full-size message afterwards. */
+	msg_fill(sbuf, L_BIG, 1, 4, 27);
+	{
+		uint8_t *big = sl_alloc(qb, L_BIG);
+
+		H_ASSERT(big, "sl_alloc");
+		H_EQ(sl_recv(qb, a1, 27, ~0ull, big, L_BIG, 106), 0);
+		H_EQ(sl_send(q1, b1, 27, sbuf, L_BIG, 206), 0);
+		expect_cqe(qb, SL_OP_RECV, 106, SL_OK, L_BIG, 27, a1);
+		expect_cqe(q1, SL_OP_SEND, 206, SL_OK, L_BIG, 27, b1);
+		H_ASSERT(msg_check(big, L_BIG, 1, 4, 27), "16 MiB remote payload");
+	}
+	expect_no_cqe(q1, 20);
+	expect_no_cqe(q2, 1);
+	expect_no_cqe(qb, 1);
+	for (i = 0; i < 2; i++) {
+		wait_daemon_idle(&nodes[i], peers[i], 1, 3000, &st);
+		expect_rcache_level(&nodes[i], &st, 1024, 64 * MiB);
+	}
+	printf("local_large_and_truncation: 16 MiB local (receive before and after), truncated "
+	       "and 0-capacity receives local and remote, 16 MiB remote: OK\n");
+	sl_close(ca);
+	sl_close(cb);
+	for (i = 0; i < 2; i++)
+		wait_rcache_empty(&nodes[i], 3000);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Runner                                                               */
+/* ------------------------------------------------------------------ */
+
+static TCase *tcase(Suite *s, const char *name, int timeout)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, timeout);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
+static Suite *rndv_suite(void)
+{
+	Suite *s = suite_create("rndv");
+	TCase *tc;
+
+	/* Generous timeouts: normally each case takes seconds. */
+	tc = tcase(s, "local_large", 60);
+	tcase_add_test(tc, local_large_and_truncation);
+	tc = tcase(s, "rcache_full", 120);
+	tcase_add_test(tc, rcache_full_naks);
+	tcase_add_test(tc, rcache_roomy_no_naks);
+	tc = tcase(s, "sq_pressure", 120);
+	tcase_add_test(tc, sq_pressure);
+	tc = tcase(s, "c01_deferred_rtr", 120);
+	tcase_add_test(tc, c01_deferred_rtr);
+	tcase_add_test(tc, c01_fin_after_reg_failure);
+	tc = tcase(s, "c04_sq_burst", 120);
+	tcase_add_test(tc, c04_sq_burst);
+	tc = tcase(s, "c08_reset_during_rndv", 120);
+	tcase_add_test(tc, c08_reset_cache_off);
+	tcase_add_test(tc, c08_reset_cache_on);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(rndv_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
