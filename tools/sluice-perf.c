@@ -14,8 +14,8 @@
  * phase, the server its own when the phase is announced; either way a
  * phase that does not fit ends the run with the arena_bytes (or --window)
  * that would make it fit.  Without --window the window of a stream is 64,
- * but fewer for large messages: at most half the arena in flight, and at
- * least 2.
+ * but fewer for large messages: at most STREAM_INFLIGHT_MAX bytes and
+ * half the arena in flight, and at least 2.
  *
  * Client and server are always two processes, each with its own queue, so
  * every message pays the real cost: client ring -> daemon -> (network ->
@@ -789,8 +789,18 @@ static uint64_t lat_iters(uint64_t size)
 }
 
 /*
+ * Bytes a default stream keeps in flight at most.  A window is there to
+ * cover latency, and 16 MiB covers it many times over on any link this
+ * runs on; more only spreads the buffers past the caches.  On the 2-core
+ * test VM 1 MiB messages streamed at 4.6 GB/s with 16 in flight and at
+ * 3.4 GB/s with 64.
+ */
+#define STREAM_INFLIGHT_MAX (16ull << 20)
+
+/*
  * The window of a stream of @size-byte messages: --window, else 64 but
- * at most half the arena's worth of buffers, and at least 2.
+ * at most STREAM_INFLIGHT_MAX bytes and half the arena's worth of
+ * buffers, and at least 2.
  */
 static unsigned stream_window(const struct cli *k, const struct cli_opts *o,
 			      uint64_t size)
@@ -800,6 +810,8 @@ static unsigned stream_window(const struct cli *k, const struct cli_opts *o,
 	if (o->window)
 		return o->window;
 	w = size ? arena / 2 / size : WINDOW_DEFAULT;
+	if (size && w > STREAM_INFLIGHT_MAX / size)
+		w = STREAM_INFLIGHT_MAX / size;
 	fits = arena_fits(arena, size);
 	if (w > fits)
 		w = fits;
@@ -905,8 +917,8 @@ static void usage(FILE *f)
 		"  --warmup N        unrecorded round trips / messages first (default\n"
 		"                    1000, at most 64 MiB of payload, at least 1)\n"
 		"  --window W        sends in flight and receives posted ahead, 1..%u\n"
-		"                    (default 64, fewer for large sizes: at most half\n"
-		"                    the arena in flight, at least 2)\n"
+		"                    (default 64, fewer for large sizes: at most 16 MiB\n"
+		"                    and half the arena in flight, at least 2)\n"
 		"  --busy-poll       spin on sl_poll() instead of sleeping in sl_wait()\n"
 		"  --json            print a JSON array instead of the table\n"
 		"  --help            this text\n"
