@@ -3,8 +3,9 @@
  * loopback (tests/harness.c), clients in forked processes.
  *
  * Client processes never use Check: they report through their exit code
- * (enum cl_exit, one code per kind of failure, with a line on stderr) and
- * through a shared result page; the test process asserts on both.  Every
+ * (enum cl_exit in testutil.h, one code per kind of failure, with a line
+ * on stderr) and through a shared result page; the test process asserts
+ * on both.  Every
  * traffic plan is made from a fixed seed in the test process before the
  * fork, so each client knows what it sends and exactly what it must
  * receive.
@@ -33,109 +34,11 @@
 #include "sl_barrier.h"
 #include "sl_shm.h"
 #include "sluice.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------ */
-/* Client processes: exit codes, setup, payloads                        */
+/* Client processes: buffer pools                                       */
 /* ------------------------------------------------------------------ */
-
-enum cl_exit {
-	CL_OK = 0,
-	CL_E_SETUP = 10,	/* sl_open, sl_queue_open or sl_alloc failed */
-	CL_E_POST = 11,		/* a post returned something other than 0 / -EAGAIN */
-	CL_E_POLL = 12,		/* sl_poll / sl_wait failed */
-	CL_E_STATUS = 13,	/* a completion with the wrong status */
-	CL_E_CTX = 14,		/* unknown or duplicate user_ctx, or an extra completion */
-	CL_E_META = 15,		/* wrong opcode, peer, tag or length in a completion */
-	CL_E_DATA = 16,		/* payload differs from what was sent */
-	CL_E_ORDER = 17,	/* matching broke MPI's order rules */
-	CL_E_TIMEOUT = 18,	/* no progress for too long */
-	CL_E_MISSING = 19,	/* completions missing at the end */
-	CL_E_SYNC = 20,		/* pipe coordination with other processes failed */
-	CL_E_STRANDED = 21,	/* a receive that must have matched did not */
-};
-
-static const char *cl_exit_name(int code)
-{
-	switch (code) {
-	case CL_OK: return "ok";
-	case CL_E_SETUP: return "setup failed";
-	case CL_E_POST: return "post failed";
-	case CL_E_POLL: return "poll/wait failed";
-	case CL_E_STATUS: return "wrong completion status";
-	case CL_E_CTX: return "unknown, duplicate or extra completion";
-	case CL_E_META: return "wrong peer/tag/length/opcode";
-	case CL_E_DATA: return "payload mismatch";
-	case CL_E_ORDER: return "matching order violated";
-	case CL_E_TIMEOUT: return "no progress (timeout)";
-	case CL_E_MISSING: return "completions missing";
-	case CL_E_SYNC: return "coordination pipe failed";
-	case CL_E_STRANDED: return "receive stranded";
-	case 126: return "fork setup failed";
-	default: return "unknown exit code";
-	}
-}
-
-/* Name of the current client process, for its messages. */
-static const char *cl_name = "test";
-
-#define CL_DIE(code, ...) \
-	do { \
-		fprintf(stderr, "[client %s pid %d] ", cl_name, (int)getpid()); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, " (%s)\n", cl_exit_name(code)); \
-		_exit(code); \
-	} while (0)
-
-#define CL_REQUIRE(cond, code, ...) \
-	do { \
-		if (!(cond)) \
-			CL_DIE(code, __VA_ARGS__); \
-	} while (0)
-
-/* A client gives up after this long without any completion. */
-#define CL_STALL_MS 30000
-
-struct cl {
-	struct sl_ctx *ctx;
-	struct sl_queue *q;
-	sl_addr_t addr;
-};
-
-static void cl_open(struct cl *c, const struct h_daemon *d, uint32_t port, uint32_t depth)
-{
-	int rc = sl_open(d->sock, &c->ctx);
-
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_open %s: %s", d->sock, strerror(-rc));
-	rc = sl_queue_open(c->ctx, port, depth, &c->q);
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_open port %u: %s", port, strerror(-rc));
-	c->addr = sl_queue_addr(c->q);
-	CL_REQUIRE(c->addr.node == d->node && (port == 0 || c->addr.port == port), CL_E_SETUP,
-		   "queue address %08x:%u, want %08x:%u", c->addr.node, c->addr.port, d->node,
-		   port);
-}
-
-static void cl_close(struct cl *c)
-{
-	int rc = sl_queue_close(c->q);
-
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_close: %s", strerror(-rc));
-	sl_close(c->ctx);
-}
-
-static void cl_close_fd(int fd)
-{
-	CL_REQUIRE(close(fd) == 0, CL_E_SYNC, "close %d: %s", fd, strerror(errno));
-}
-
-/* No completion may follow once everything is accounted for. */
-static void cl_expect_quiet(struct cl *c, int ms)
-{
-	struct sl_cqe cqe;
-	int rc = h_wait_cqe(c->q, &cqe, ms);
-
-	CL_REQUIRE(rc == 0, CL_E_CTX, "extra completion: rc %d ctx %#llx status %s", rc,
-		   (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-}
 
 /* Fixed-size buffers carved from a queue's arena, with a free stack. */
 struct pool {
@@ -172,274 +75,7 @@ static void pool_put(struct pool *p, uint32_t i)
 	p->free[p->n_free++] = i;
 }
 
-/* Shared between the test process and its clients (MAP_SHARED). */
-static void *shared_alloc(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	H_ASSERT(p != MAP_FAILED, "mmap: %s", strerror(errno));
-	return p;
-}
-
-static void shared_free(void *p, size_t len)
-{
-	H_ASSERT(munmap(p, len) == 0, "munmap: %s", strerror(errno));
-}
-
-/* ---- deterministic randomness and payloads ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rng_next(struct rng *r)
-{
-	return mix64(r->s++);
-}
-
-/* Uniform in [0, n). */
-static uint32_t rng_below(struct rng *r, uint32_t n)
-{
-	return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
-}
-
-/*
- * A payload is a function of (source, seq, tag, length): a 32-byte header
- * naming the message when it fits (so a receiver can tell which message it
- * got, and an overtaking one is told apart from corruption), then an
- * xorshift stream.
- */
-#define MSG_MAGIC 0x4753534d45434c53ull
-struct msg_hdr {
-	uint64_t magic;
-	uint32_t src;
-	uint32_t seq;
-	uint64_t tag;
-	uint64_t len;
-};
-
-static uint64_t msg_stream_seed(uint32_t src, uint32_t seq, uint64_t tag, size_t len)
-{
-	return mix64(((uint64_t)src << 40) ^ ((uint64_t)seq << 8) ^ mix64(tag) ^
-		     ((uint64_t)len << 20)) | 1;
-}
-
-static uint64_t xs_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dull;
-}
-
-static void msg_fill(uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
-{
-	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
-	size_t off = 0;
-
-	if (len >= sizeof(struct msg_hdr)) {
-		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
-
-		memcpy(p, &h, sizeof(h));
-		off = sizeof(h);
-	}
-	for (; off + 8 <= len; off += 8) {
-		v = xs_next(&s);
-		memcpy(p + off, &v, 8);
-	}
-	if (off < len) {
-		v = xs_next(&s);
-		memcpy(p + off, &v, len - off);
-	}
-}
-
-/* Does @p hold the first @n bytes of that message's payload (@len long)? */
-static bool msg_check_prefix(const uint8_t *p, size_t n, size_t len, uint32_t src,
-			     uint32_t seq, uint64_t tag)
-{
-	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
-	size_t off = 0;
-
-	if (len >= sizeof(struct msg_hdr)) {
-		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
-		size_t k = n < sizeof(h) ? n : sizeof(h);
-
-		if (memcmp(p, &h, k))
-			return false;
-		off = sizeof(h);
-	}
-	for (; off < n; off += 8) {
-		size_t k = n - off < 8 ? n - off : 8;
-
-		v = xs_next(&s);
-		if (memcmp(p + off, &v, k))
-			return false;
-	}
-	return true;
-}
-
-static bool msg_check(const uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
-{
-	return msg_check_prefix(p, len, len, src, seq, tag);
-}
-
-static bool msg_decode(const uint8_t *p, size_t len, struct msg_hdr *h)
-{
-	if (len < sizeof(*h))
-		return false;
-	memcpy(h, p, sizeof(*h));
-	return h->magic == MSG_MAGIC;
-}
-
-/* ---- starting clients together ---- */
-
-/*
- * Every client binds its port, then waits: a message to a port not bound
- * yet would complete SL_ERR_NO_ENDPOINT and spoil the plan.  The test
- * process releases all of them at once by closing the go pipe.
- */
-struct barrier {
-	int ready[2];
-	int go[2];
-};
-
-static void barrier_init(struct barrier *b)
-{
-	H_ASSERT(pipe2(b->ready, O_CLOEXEC) == 0 && pipe2(b->go, O_CLOEXEC) == 0, "pipe: %s",
-		 strerror(errno));
-}
-
-static void barrier_arrive(struct barrier *b)
-{
-	uint8_t x;
-	int rc;
-
-	CL_REQUIRE(close(b->ready[0]) == 0 && close(b->go[1]) == 0, CL_E_SYNC, "close: %s",
-		   strerror(errno));
-	rc = h_write_byte(b->ready[1], 1);
-	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier write: %s", strerror(-rc));
-	CL_REQUIRE(close(b->ready[1]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
-	rc = h_read_byte(b->go[0], &x, 30000);
-	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier release: rc %d", rc);
-	CL_REQUIRE(close(b->go[0]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
-}
-
-static const char *wait_status_str(int st)
-{
-	static char buf[96];
-
-	if (WIFEXITED(st))
-		snprintf(buf, sizeof(buf), "exit %d (%s)", WEXITSTATUS(st),
-			 cl_exit_name(WEXITSTATUS(st)));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, sizeof(buf), "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(buf, sizeof(buf), "status 0x%x", st);
-	return buf;
-}
-
-/* Wait for the @n clients to bind, then release them.  On a client that
- * dies first, reap everyone and fail with its exit status. */
-static void barrier_release(struct barrier *b, const pid_t *pids, const char *const *names,
-			    unsigned n)
-{
-	unsigned i;
-	uint8_t x;
-	int rc;
-
-	H_ASSERT(close(b->ready[1]) == 0 && close(b->go[0]) == 0, "close: %s", strerror(errno));
-	for (i = 0; i < n; i++) {
-		rc = h_read_byte(b->ready[0], &x, 20000);
-		if (rc != 1) {
-			int st[16];
-			unsigned k;
-
-			for (k = 0; k < n; k++)
-				(void)kill(pids[k], SIGKILL);
-			h_wait_children(pids, n, 5000, st);
-			for (k = 0; k < n; k++)
-				fprintf(stderr, "client %s: %s\n", names[k], wait_status_str(st[k]));
-			h_fail(__FILE__, __LINE__, "barrier",
-			       "only %u of %u clients got ready (rc %d)", i, n, rc);
-		}
-	}
-	H_ASSERT(close(b->go[1]) == 0 && close(b->ready[0]) == 0, "close: %s", strerror(errno));
-}
-
-/* Reap the clients; @msg gets every one that did not exit 0 (the first
- * to fail is often not the first in the list).  Returns true if all did. */
-static bool reap_clients(const pid_t *pids, const char *const *names, unsigned n,
-			 int timeout_ms, char *msg, size_t cap)
-{
-	size_t len = 0;
-	int st[16];
-	unsigned i;
-
-	msg[0] = '\0';
-	h_wait_children(pids, n, timeout_ms, st);
-	for (i = 0; i < n && len < cap; i++) {
-		if (WIFEXITED(st[i]) && WEXITSTATUS(st[i]) == 0)
-			continue;
-		len += (size_t)snprintf(msg + len, cap - len, "%sclient %s: %s", len ? "; " : "",
-					names[i], wait_status_str(st[i]));
-	}
-	return msg[0] == '\0';
-}
-
-static void expect_clients_ok(const pid_t *pids, const char *const *names, unsigned n,
-			      int timeout_ms)
-{
-	char msg[512];
-
-	H_ASSERT(reap_clients(pids, names, n, timeout_ms, msg, sizeof(msg)), "%s", msg);
-}
-
-/* Kill and reap the clients, then fail naming their statuses. */
-static void fail_clients(const pid_t *pids, const char *const *names, unsigned n,
-			 const char *why)
-{
-	char msg[512];
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		(void)kill(pids[i], SIGKILL);
-	(void)reap_clients(pids, names, n, 5000, msg, sizeof(msg));
-	h_fail(__FILE__, __LINE__, "clients", "%s: %s", why, msg);
-}
-
-static bool addr_eq(sl_addr_t a, sl_addr_t b)
-{
-	return a.node == b.node && a.port == b.port;
-}
-
-/* Collect @n completions from @q (test process), failing after @ms. */
-static void wait_cqes(struct sl_queue *q, struct sl_cqe *cqes, unsigned n, int ms)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		int rc = h_wait_cqe(q, &cqes[i], ms);
-
-		H_ASSERT(rc == 1, "completion %u of %u: rc %d", i + 1, n, rc);
-	}
-}
-
-static void expect_no_cqe(struct sl_queue *q, int ms)
-{
-	struct sl_cqe cqe;
-	int rc = h_wait_cqe(q, &cqe, ms);
-
-	H_ASSERT(rc == 0, "unexpected completion: rc %d ctx %#llx status %s", rc,
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-}
+/* ---- test process helpers ---- */
 
 /* One send + the receiver's completion, both checked (test process). */
 static void ping(struct sl_queue *from, struct sl_queue *to, uint64_t tag, uint32_t seq)
@@ -508,11 +144,6 @@ static void settle_baseline(const struct h_daemon *d, int *fds, int *maps)
 static const uint64_t tag_values[N_TAGS] = {
 	0, 1, 2, 0x7f, 1ull << 32, 1ull << 63, 0xdeadbeefcafef00dull, UINT64_MAX,
 };
-
-#define CTX_SEND (1ull << 40)
-#define CTX_RECV (2ull << 40)
-#define CTX_KIND(c) ((c) & (0xffull << 40))
-#define CTX_INDEX(c) ((uint32_t)(c))
 
 /* ------------------------------------------------------------------ */
 /* a. two_nodes_random_traffic                                          */
@@ -1257,8 +888,7 @@ static void b_victim_run(const struct h_daemon *nodes, struct barrier *bar, int 
 			ok += cqes[i].status == SL_OK;
 		}
 		if (!reported && ok >= B_VICTIM_KILL_AT) {
-			rc = h_write_byte(report_fd, 1);
-			CL_REQUIRE(rc == 0, CL_E_SYNC, "report: %s", strerror(-rc));
+			cl_signal(report_fd, "report");
 			reported = true;
 		}
 		CL_REQUIRE(h_now_ms() - t0 < 60000, CL_E_TIMEOUT, "never killed (%u sent)", sent);
@@ -1467,7 +1097,6 @@ static void c_sender_run(int me, const struct h_daemon *nodes, struct barrier *b
 	for (chunk = 0; chunk <= C_ROUNDS; chunk++) {
 		uint32_t end = c_chunk_end(chunk);
 		int64_t last = h_now_ms();
-		uint8_t x;
 
 		while (done < end) {
 			while (next < end && out < C_SEND_WIN) {
@@ -1513,12 +1142,9 @@ static void c_sender_run(int me, const struct h_daemon *nodes, struct barrier *b
 			}
 		}
 		/* Every send of the chunk completed: it is queued or matched at B. */
-		rc = h_write_byte(ready_fd, 1);
-		CL_REQUIRE(rc == 0, CL_E_SYNC, "ready: %s", strerror(-rc));
-		if (chunk < C_ROUNDS) {
-			rc = h_read_byte(go_fd, &x, 60000);
-			CL_REQUIRE(rc == 1, CL_E_SYNC, "go: rc %d", rc);
-		}
+		cl_signal(ready_fd, "ready");
+		if (chunk < C_ROUNDS)
+			cl_await(go_fd, 60000, "go");
 	}
 	cl_expect_quiet(&c, 20);
 	cl_close(&c);
@@ -1756,13 +1382,9 @@ static uint32_t c_unexpected(const struct c_state *s)
 static void c_read_ready(int ready_fd)
 {
 	unsigned i;
-	uint8_t x;
 
-	for (i = 0; i < C_SENDERS; i++) {
-		int rc = h_read_byte(ready_fd, &x, 60000);
-
-		CL_REQUIRE(rc == 1, CL_E_SYNC, "ready from senders: rc %d", rc);
-	}
+	for (i = 0; i < C_SENDERS; i++)
+		cl_await(ready_fd, 60000, "ready from senders");
 }
 
 static void c_receiver_run(const struct h_daemon *nodes, struct barrier *bar, int ready_fd,
@@ -1827,11 +1449,8 @@ static void c_receiver_run(const struct h_daemon *nodes, struct barrier *bar, in
 		for (i = 0; i < n; i++)
 			c_post(s, true, 0, 0, true);
 		s->in_round = true;
-		for (i = 0; i < C_SENDERS; i++) {
-			int rc = h_write_byte(go_fds[i], 1);
-
-			CL_REQUIRE(rc == 0, CL_E_SYNC, "go: %s", strerror(-rc));
-		}
+		for (i = 0; i < C_SENDERS; i++)
+			cl_signal(go_fds[i], "go");
 		c_read_ready(ready_fd);
 		for (i = 0; i < C_SENDERS; i++)
 			s->sent[i] = hi;

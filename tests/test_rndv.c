@@ -7,8 +7,9 @@
  *
  * Same conventions as test_integration.c: real daemons on TCP loopback
  * (tests/harness.c), clients in forked processes that report through
- * their exit code (enum cl_exit, with a line on stderr) and a shared
- * result page, traffic planned from fixed seeds before the fork.  Daemon
+ * their exit code (enum cl_exit in testutil.h, with a line on stderr)
+ * and a shared result page, traffic planned from fixed seeds before the
+ * fork.  Daemon
  * state is read from its statistics (SIGUSR1, h_daemon_stats()).  Every
  * wait is bounded.  Each scenario is its own Check test case, so that
  * CK_RUN_CASE=c04_sq_burst (for instance) runs one of them:
@@ -40,6 +41,7 @@
 
 #include "harness.h"
 #include "sluice.h"
+#include "testutil.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -50,88 +52,8 @@
 #define ARENA_FIRST_OFF 64u
 
 /* ------------------------------------------------------------------ */
-/* Client processes: exit codes, setup, payloads                        */
+/* Client processes: buffers, completions, posts                        */
 /* ------------------------------------------------------------------ */
-
-enum cl_exit {
-	CL_OK = 0,
-	CL_E_SETUP = 10,	/* sl_open, sl_queue_open or sl_alloc failed */
-	CL_E_POST = 11,		/* a post returned something other than 0 / -EAGAIN */
-	CL_E_POLL = 12,		/* sl_poll / sl_wait failed */
-	CL_E_STATUS = 13,	/* a completion with the wrong status */
-	CL_E_CTX = 14,		/* unknown or duplicate user_ctx, or an extra completion */
-	CL_E_META = 15,		/* wrong opcode, peer, tag or length in a completion */
-	CL_E_DATA = 16,		/* payload differs from what was sent */
-	CL_E_TIMEOUT = 18,	/* no progress for too long */
-	CL_E_SYNC = 20,		/* pipe coordination with other processes failed */
-	CL_E_DUP = 22,		/* a message delivered twice */
-};
-
-static const char *cl_exit_name(int code)
-{
-	switch (code) {
-	case CL_OK: return "ok";
-	case CL_E_SETUP: return "setup failed";
-	case CL_E_POST: return "post failed";
-	case CL_E_POLL: return "poll/wait failed";
-	case CL_E_STATUS: return "wrong completion status";
-	case CL_E_CTX: return "unknown, duplicate or extra completion";
-	case CL_E_META: return "wrong peer/tag/length/opcode";
-	case CL_E_DATA: return "payload mismatch";
-	case CL_E_TIMEOUT: return "no progress (timeout)";
-	case CL_E_SYNC: return "coordination pipe failed";
-	case CL_E_DUP: return "message delivered twice";
-	case 126: return "fork setup failed";
-	default: return "unknown exit code";
-	}
-}
-
-/* Name of the current client process, for its messages. */
-static const char *cl_name = "test";
-
-#define CL_DIE(code, ...) \
-	do { \
-		fprintf(stderr, "[client %s pid %d] ", cl_name, (int)getpid()); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, " (%s)\n", cl_exit_name(code)); \
-		_exit(code); \
-	} while (0)
-
-#define CL_REQUIRE(cond, code, ...) \
-	do { \
-		if (!(cond)) \
-			CL_DIE(code, __VA_ARGS__); \
-	} while (0)
-
-/* A client gives up after this long without any completion. */
-#define CL_STALL_MS 30000
-
-struct cl {
-	struct sl_ctx *ctx;
-	struct sl_queue *q;
-	sl_addr_t addr;
-};
-
-static void cl_open(struct cl *c, const struct h_daemon *d, uint32_t port, uint32_t depth)
-{
-	int rc = sl_open(d->sock, &c->ctx);
-
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_open %s: %s", d->sock, strerror(-rc));
-	rc = sl_queue_open(c->ctx, port, depth, &c->q);
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_open port %u: %s", port, strerror(-rc));
-	c->addr = sl_queue_addr(c->q);
-	CL_REQUIRE(c->addr.node == d->node && c->addr.port == port, CL_E_SETUP,
-		   "queue address %08x:%u, want %08x:%u", c->addr.node, c->addr.port, d->node,
-		   port);
-}
-
-static void cl_close(struct cl *c)
-{
-	int rc = sl_queue_close(c->q);
-
-	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_queue_close: %s", strerror(-rc));
-	sl_close(c->ctx);
-}
 
 static uint8_t *cl_alloc(struct cl *c, size_t len)
 {
@@ -158,16 +80,6 @@ static void cl_alloc_aligned(struct cl *c, uint8_t **bufs, unsigned n, size_t le
 
 	for (i = 0; i < n; i++)
 		bufs[i] = base + off + (size_t)i * stride;
-}
-
-/* No completion may follow once everything is accounted for. */
-static void cl_expect_quiet(struct cl *c, int ms)
-{
-	struct sl_cqe cqe;
-	int rc = h_wait_cqe(c->q, &cqe, ms);
-
-	CL_REQUIRE(rc == 0, CL_E_CTX, "extra completion: rc %d ctx %#llx status %s", rc,
-		   (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
 }
 
 typedef void (*cqe_fn)(void *arg, const struct sl_cqe *cqe);
@@ -217,146 +129,54 @@ static void cl_post(struct cl *c, bool send, sl_addr_t peer, uint64_t tag, void 
 	}
 }
 
-static void cl_signal(int fd)
+/*
+ * Hand completions to @fn until *@count (which @fn advances) reaches
+ * @target.  CL_E_TIMEOUT after CL_STALL_MS without any completion, the
+ * message naming @what and the count.
+ */
+static void cl_pump_until(struct cl *c, cqe_fn fn, void *arg, const uint32_t *count,
+			  uint32_t target, const char *what)
 {
-	int rc = h_write_byte(fd, 1);
+	int64_t last = h_now_ms();
 
-	CL_REQUIRE(rc == 0, CL_E_SYNC, "signal: %s", strerror(-rc));
-}
-
-static void cl_await(int fd, int ms)
-{
-	uint8_t x;
-	int rc = h_read_byte(fd, &x, ms);
-
-	CL_REQUIRE(rc == 1, CL_E_SYNC, "await: rc %d", rc);
-}
-
-/* Shared between the test process and its clients (MAP_SHARED). */
-static void *shared_alloc(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	H_ASSERT(p != MAP_FAILED, "mmap: %s", strerror(errno));
-	return p;
-}
-
-static void shared_free(void *p, size_t len)
-{
-	H_ASSERT(munmap(p, len) == 0, "munmap: %s", strerror(errno));
-}
-
-/* ---- deterministic randomness and payloads ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rng_next(struct rng *r)
-{
-	return mix64(r->s++);
-}
-
-/* Uniform in [0, n). */
-static uint32_t rng_below(struct rng *r, uint32_t n)
-{
-	return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
+	while (*count < target) {
+		if (cl_pump(c, fn, arg, 10, false) > 0)
+			last = h_now_ms();
+		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%s: %u of %u", what,
+			   *count, target);
+	}
 }
 
 /*
- * A payload is a function of (source, seq, tag, length): a 32-byte header
- * naming the message when it fits (so a receiver can tell which message it
- * got), then an xorshift stream.
+ * The index of completion @e's user_ctx, which must be of @kind
+ * (CTX_SEND or CTX_RECV), below @n and not marked in @seen (else
+ * CL_E_CTX: unknown, or completed twice); marks it.
  */
-#define MSG_MAGIC 0x4753534d45434c53ull
-struct msg_hdr {
-	uint64_t magic;
-	uint32_t src;
-	uint32_t seq;
-	uint64_t tag;
-	uint64_t len;
-};
-
-static uint64_t msg_stream_seed(uint32_t src, uint32_t seq, uint64_t tag, size_t len)
+static uint32_t ctx_once(const struct sl_cqe *e, uint64_t kind, uint32_t n, uint8_t *seen)
 {
-	return mix64(((uint64_t)src << 40) ^ ((uint64_t)seq << 8) ^ mix64(tag) ^
-		     ((uint64_t)len << 20)) | 1;
+	uint32_t k = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == kind && k < n && !seen[k], CL_E_CTX,
+		   "%s ctx %#llx: unknown or completed before", kind == CTX_SEND ? "send" : "recv",
+		   (unsigned long long)e->user_ctx);
+	seen[k] = 1;
+	return k;
 }
 
-static uint64_t xs_next(uint64_t *s)
+/*
+ * Completion @e of the client's send or receive @k must be SL_OK (else
+ * CL_E_STATUS) with @opcode, @len, @tag and @peer (else CL_E_META).
+ */
+static void cqe_expect_ok(const struct sl_cqe *e, uint32_t k, uint8_t opcode, uint64_t len,
+			  uint64_t tag, sl_addr_t peer)
 {
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dull;
-}
+	const char *op = opcode == SL_OP_SEND ? "send" : "recv";
 
-static void msg_fill(uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
-{
-	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
-	size_t off = 0;
-
-	if (len >= sizeof(struct msg_hdr)) {
-		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
-
-		memcpy(p, &h, sizeof(h));
-		off = sizeof(h);
-	}
-	for (; off + 8 <= len; off += 8) {
-		v = xs_next(&s);
-		memcpy(p + off, &v, 8);
-	}
-	if (off < len) {
-		v = xs_next(&s);
-		memcpy(p + off, &v, len - off);
-	}
-}
-
-/* Does @p hold the first @n bytes of that message's payload (@len long)? */
-static bool msg_check_prefix(const uint8_t *p, size_t n, size_t len, uint32_t src,
-			     uint32_t seq, uint64_t tag)
-{
-	uint64_t s = msg_stream_seed(src, seq, tag, len), v;
-	size_t off = 0;
-
-	if (len >= sizeof(struct msg_hdr)) {
-		struct msg_hdr h = { MSG_MAGIC, src, seq, tag, len };
-		size_t k = n < sizeof(h) ? n : sizeof(h);
-
-		if (memcmp(p, &h, k))
-			return false;
-		off = sizeof(h);
-	}
-	for (; off < n; off += 8) {
-		size_t k = n - off < 8 ? n - off : 8;
-
-		v = xs_next(&s);
-		if (memcmp(p + off, &v, k))
-			return false;
-	}
-	return true;
-}
-
-static bool msg_check(const uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag)
-{
-	return msg_check_prefix(p, len, len, src, seq, tag);
-}
-
-/* The (src, seq) a received payload names, if it has a header. */
-static bool msg_decode(const uint8_t *p, size_t len, struct msg_hdr *h)
-{
-	if (len < sizeof(*h))
-		return false;
-	memcpy(h, p, sizeof(*h));
-	return h->magic == MSG_MAGIC;
+	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "%s %u: %s", op, k, sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == opcode && e->len == len && e->tag == tag && addr_eq(e->peer, peer),
+		   CL_E_META, "%s %u: opcode %u len %llu tag %llu peer %08x:%u", op, k, e->opcode,
+		   (unsigned long long)e->len, (unsigned long long)e->tag, e->peer.node,
+		   e->peer.port);
 }
 
 /* Are all @n bytes at @p equal to @b? */
@@ -370,115 +190,7 @@ static bool all_bytes(const uint8_t *p, size_t n, uint8_t b)
 	return true;
 }
 
-/* ---- starting and stopping clients together ---- */
-
-/*
- * Every client binds its port, then waits: a message to a port not bound
- * yet would complete SL_ERR_NO_ENDPOINT and spoil the plan.  The test
- * process releases all of them at once by closing the go pipe.
- */
-struct barrier {
-	int ready[2];
-	int go[2];
-};
-
-static void barrier_init(struct barrier *b)
-{
-	H_ASSERT(pipe2(b->ready, O_CLOEXEC) == 0 && pipe2(b->go, O_CLOEXEC) == 0, "pipe: %s",
-		 strerror(errno));
-}
-
-static void barrier_arrive(struct barrier *b)
-{
-	uint8_t x;
-	int rc;
-
-	CL_REQUIRE(close(b->ready[0]) == 0 && close(b->go[1]) == 0, CL_E_SYNC, "close: %s",
-		   strerror(errno));
-	rc = h_write_byte(b->ready[1], 1);
-	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier write: %s", strerror(-rc));
-	CL_REQUIRE(close(b->ready[1]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
-	rc = h_read_byte(b->go[0], &x, 30000);
-	CL_REQUIRE(rc == 0, CL_E_SYNC, "barrier release: rc %d", rc);
-	CL_REQUIRE(close(b->go[0]) == 0, CL_E_SYNC, "close: %s", strerror(errno));
-}
-
-static const char *wait_status_str(int st)
-{
-	static char buf[96];
-
-	if (WIFEXITED(st))
-		snprintf(buf, sizeof(buf), "exit %d (%s)", WEXITSTATUS(st),
-			 cl_exit_name(WEXITSTATUS(st)));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, sizeof(buf), "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(buf, sizeof(buf), "status 0x%x", st);
-	return buf;
-}
-
-/* Reap the clients; @msg gets every one that did not exit 0.  Returns
- * true if all did. */
-static bool reap_clients(const pid_t *pids, const char *const *names, unsigned n,
-			 int timeout_ms, char *msg, size_t cap)
-{
-	size_t len = 0;
-	int st[16];
-	unsigned i;
-
-	msg[0] = '\0';
-	h_wait_children(pids, n, timeout_ms, st);
-	for (i = 0; i < n && len < cap; i++) {
-		if (WIFEXITED(st[i]) && WEXITSTATUS(st[i]) == 0)
-			continue;
-		len += (size_t)snprintf(msg + len, cap - len, "%sclient %s: %s", len ? "; " : "",
-					names[i], wait_status_str(st[i]));
-	}
-	return msg[0] == '\0';
-}
-
-static void expect_clients_ok(const pid_t *pids, const char *const *names, unsigned n,
-			      int timeout_ms)
-{
-	char msg[512];
-
-	H_ASSERT(reap_clients(pids, names, n, timeout_ms, msg, sizeof(msg)), "%s", msg);
-}
-
-/* Kill and reap the clients, then fail naming their statuses. */
-static void fail_clients(const pid_t *pids, const char *const *names, unsigned n,
-			 const char *why)
-{
-	char msg[512];
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		if (pids[i] > 0)
-			(void)kill(pids[i], SIGKILL);
-	(void)reap_clients(pids, names, n, 5000, msg, sizeof(msg));
-	h_fail(__FILE__, __LINE__, "clients", "%s: %s", why, msg);
-}
-
-/* Wait for the @n clients to bind, then release them. */
-static void barrier_release(struct barrier *b, const pid_t *pids, const char *const *names,
-			    unsigned n)
-{
-	unsigned i;
-	uint8_t x;
-	int rc;
-
-	H_ASSERT(close(b->ready[1]) == 0 && close(b->go[0]) == 0, "close: %s", strerror(errno));
-	for (i = 0; i < n; i++) {
-		rc = h_read_byte(b->ready[0], &x, 20000);
-		if (rc != 1) {
-			char why[64];
-
-			snprintf(why, sizeof(why), "only %u of %u clients got ready (rc %d)", i, n, rc);
-			fail_clients(pids, names, n, why);
-		}
-	}
-	H_ASSERT(close(b->go[1]) == 0 && close(b->ready[0]) == 0, "close: %s", strerror(errno));
-}
+/* ---- coordinating clients and the test process ---- */
 
 /* A one-way event pipe, child to test process or back. */
 struct chan {
@@ -536,8 +248,8 @@ static void hold_init(struct hold *h)
 
 static void hold_here(struct hold *h)
 {
-	cl_signal(h->done[1]);
-	cl_await(h->go[0], 60000);
+	cl_signal(h->done[1], "hold done");
+	cl_await(h->go[0], 60000, "hold go");
 }
 
 static void hold_wait_done(struct hold *h, unsigned n_hold, int ms, const pid_t *pids,
@@ -572,33 +284,7 @@ static void hold_release(struct hold *h, unsigned n)
 		 close(h->done[1]) == 0, "close: %s", strerror(errno));
 }
 
-static bool addr_eq(sl_addr_t a, sl_addr_t b)
-{
-	return a.node == b.node && a.port == b.port;
-}
-
 /* ---- test process helpers ---- */
-
-/* Collect @n completions from @q (test process), failing after @ms. */
-static void wait_cqes(struct sl_queue *q, struct sl_cqe *cqes, unsigned n, int ms)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		int rc = h_wait_cqe(q, &cqes[i], ms);
-
-		H_ASSERT(rc == 1, "completion %u of %u: rc %d", i + 1, n, rc);
-	}
-}
-
-static void expect_no_cqe(struct sl_queue *q, int ms)
-{
-	struct sl_cqe cqe;
-	int rc = h_wait_cqe(q, &cqe, ms);
-
-	H_ASSERT(rc == 0, "unexpected completion: rc %d ctx %#llx status %s", rc,
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-}
 
 /* Post one send and wait for its completion (test process). */
 static struct sl_cqe g_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag, const void *buf,
@@ -743,11 +429,6 @@ static void wait_rcache_empty(const struct h_daemon *d, int ms)
 	}
 }
 
-#define CTX_SEND (1ull << 40)
-#define CTX_RECV (2ull << 40)
-#define CTX_KIND(c) ((c) & (0xffull << 40))
-#define CTX_INDEX(c) ((uint32_t)(c))
-
 /* ------------------------------------------------------------------ */
 /* 1. rcache_full: 64 concurrent 4 MiB rendezvous, 8 registrations      */
 /* ------------------------------------------------------------------ */
@@ -789,7 +470,7 @@ struct r_sender {
 	uint8_t *buf[R_PER];
 	bool pending[R_PER];
 	bool seen[R_PER];	/* completed in this round */
-	uint32_t round, left_in_round, ok, nak;
+	uint32_t round, n_in_round, done_in_round, ok, nak;
 };
 
 static void r_sender_cqe(void *arg, const struct sl_cqe *e)
@@ -812,14 +493,15 @@ static void r_sender_cqe(void *arg, const struct sl_cqe *e)
 			   s->round, sl_strerror(e->status));
 		s->nak++;
 	}
-	s->left_in_round--;
+	s->done_in_round++;
 }
 
 static void r_sender_run(int me, const struct h_daemon *nodes, struct barrier *b,
 			 struct hold *h, struct r_shared *sh)
 {
 	struct r_sender *s = calloc(1, sizeof(*s));
-	int64_t t0, last;
+	char what[48];
+	int64_t t0;
 	unsigned j;
 
 	CL_REQUIRE(s, CL_E_SETUP, "out of memory");
@@ -839,23 +521,17 @@ static void r_sender_run(int me, const struct h_daemon *nodes, struct barrier *b
 		CL_REQUIRE(s->round <= R_MAX_ROUNDS, CL_E_TIMEOUT, "%u sends still NAKed after %u "
 			   "rounds", R_PER - s->ok, R_MAX_ROUNDS);
 		memset(s->seen, 0, sizeof(s->seen));
-		s->left_in_round = 0;
+		s->n_in_round = s->done_in_round = 0;
 		/* All of the round's sends at once: they are concurrent. */
 		for (j = 0; j < R_PER; j++) {
 			if (!s->pending[j])
 				continue;
 			cl_post(&s->c, true, s->dst, R_TAG0 + j, s->buf[j], R_LEN,
 				CTX_SEND | (uint64_t)s->round << 16 | j, r_sender_cqe, s);
-			s->left_in_round++;
+			s->n_in_round++;
 		}
-		last = h_now_ms();
-		while (s->left_in_round) {
-			if (cl_pump(&s->c, r_sender_cqe, s, 10, false) > 0)
-				last = h_now_ms();
-			CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
-				   "round %u: %u sends without a completion", s->round,
-				   s->left_in_round);
-		}
+		snprintf(what, sizeof(what), "round %u: sends completed", s->round);
+		cl_pump_until(&s->c, r_sender_cqe, s, &s->done_in_round, s->n_in_round, what);
 		if (s->round == 1) {
 			sh->snd[me].ok1 = s->ok;
 			sh->snd[me].nak1 = s->nak;
@@ -875,23 +551,16 @@ struct r_receiver {
 	int me;
 	sl_addr_t src;
 	uint8_t *buf[R_PER];
-	bool seen[R_PER];
+	uint8_t seen[R_PER];
 	uint32_t received;
 };
 
 static void r_receiver_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct r_receiver *r = arg;
-	uint32_t j = CTX_INDEX(e->user_ctx);
+	uint32_t j = ctx_once(e, CTX_RECV, R_PER, r->seen);
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && j < R_PER && !r->seen[j], CL_E_CTX,
-		   "recv ctx %#llx", (unsigned long long)e->user_ctx);
-	r->seen[j] = true;
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", j, sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == R_LEN && e->tag == R_TAG0 + j &&
-		   addr_eq(e->peer, r->src), CL_E_META, "recv %u: opcode %u len %llu tag %llu "
-		   "peer %08x:%u", j, e->opcode, (unsigned long long)e->len,
-		   (unsigned long long)e->tag, e->peer.node, e->peer.port);
+	cqe_expect_ok(e, j, SL_OP_RECV, R_LEN, R_TAG0 + j, r->src);
 	CL_REQUIRE(msg_check(r->buf[j], R_LEN, (uint32_t)r->me, j, R_TAG0 + j), CL_E_DATA,
 		   "recv %u: payload differs", j);
 	r->received++;
@@ -901,7 +570,7 @@ static void r_receiver_run(int me, const struct h_daemon *nodes, struct barrier 
 			   struct hold *h, struct r_shared *sh)
 {
 	struct r_receiver *r = calloc(1, sizeof(*r));
-	int64_t t0, last;
+	int64_t t0;
 	unsigned j;
 
 	CL_REQUIRE(r, CL_E_SETUP, "out of memory");
@@ -914,13 +583,8 @@ static void r_receiver_run(int me, const struct h_daemon *nodes, struct barrier 
 		cl_post(&r->c, false, r->src, R_TAG0 + j, r->buf[j], R_LEN, CTX_RECV | j,
 			r_receiver_cqe, r);
 	barrier_arrive(b);
-	t0 = last = h_now_ms();
-	while (r->received < R_PER) {
-		if (cl_pump(&r->c, r_receiver_cqe, r, 10, false) > 0)
-			last = h_now_ms();
-		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "received %u of %u",
-			   r->received, R_PER);
-	}
+	t0 = h_now_ms();
+	cl_pump_until(&r->c, r_receiver_cqe, r, &r->received, R_PER, "received");
 	cl_expect_quiet(&r->c, 20);
 	sh->rcv[me].received = r->received;
 	sh->rcv[me].ms = h_now_ms() - t0;
@@ -1101,21 +765,13 @@ static void p_cqe(void *arg, const struct sl_cqe *e)
 	int other = 1 - s->me;
 
 	if (CTX_KIND(e->user_ctx) == CTX_SEND) {
-		CL_REQUIRE(k < s->next_send && !s->sseen[k], CL_E_CTX, "send ctx %#llx",
-			   (unsigned long long)e->user_ctx);
-		s->sseen[k] = 1;
-		CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "send %u (%u bytes): %s", k,
-			   p_plan[s->me][k], sl_strerror(e->status));
-		CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == p_plan[s->me][k] &&
-			   e->tag == P_TAG && addr_eq(e->peer, s->peer), CL_E_META,
-			   "send %u: opcode %u len %llu", k, e->opcode, (unsigned long long)e->len);
+		(void)ctx_once(e, CTX_SEND, s->next_send, s->sseen);
+		cqe_expect_ok(e, k, SL_OP_SEND, p_plan[s->me][k], P_TAG, s->peer);
 		s->send_out--;
 		s->send_done++;
 		return;
 	}
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < s->next_recv && !s->rseen[k],
-		   CL_E_CTX, "recv ctx %#llx", (unsigned long long)e->user_ctx);
-	s->rseen[k] = 1;
+	(void)ctx_once(e, CTX_RECV, s->next_recv, s->rseen);
 	if (e->status != SL_OK || e->len != p_plan[other][k]) {
 		struct msg_hdr h;
 		size_t n = e->len < p_plan[other][k] ? e->len : p_plan[other][k];
@@ -1327,20 +983,15 @@ static void d_b1_cqe(void *arg, const struct sl_cqe *e)
 	if (CTX_KIND(e->user_ctx) == CTX_SEND) {
 		bool to_c = k < D_SMALL;
 
-		CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == D_SMALL_LEN &&
-			   e->tag == (to_c ? D_TAG_C : D_TAG_FILL) &&
-			   addr_eq(e->peer, d_addr(s->nodes, to_c ? D_C1 : D_A2)), CL_E_META,
-			   "send %u: wrong completion fields", k);
+		cqe_expect_ok(e, k, SL_OP_SEND, D_SMALL_LEN, to_c ? D_TAG_C : D_TAG_FILL,
+			      d_addr(s->nodes, to_c ? D_C1 : D_A2));
 		s->sh->b1_sent++;
 	} else {
 		uint32_t j = k - 128;
 
 		CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k >= 128 && j < D_BIG, CL_E_CTX,
 			   "ctx %#llx", (unsigned long long)e->user_ctx);
-		CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == D_BIG_LEN && e->tag == D_TAG_BIG &&
-			   addr_eq(e->peer, d_addr(s->nodes, D_A1)), CL_E_META,
-			   "big recv %u: len %llu tag %llu", j, (unsigned long long)e->len,
-			   (unsigned long long)e->tag);
+		cqe_expect_ok(e, j, SL_OP_RECV, D_BIG_LEN, D_TAG_BIG, d_addr(s->nodes, D_A1));
 		/* One source, one tag: receive j matched message j. */
 		CL_REQUIRE(msg_check(s->rbig[j], D_BIG_LEN, D_A1, j, D_TAG_BIG), CL_E_DATA,
 			   "big recv %u: payload differs", j);
@@ -1353,7 +1004,6 @@ static void d_b1_run(const struct h_daemon *nodes, struct barrier *b, struct d_c
 		     struct d_shared *sh)
 {
 	static struct d_state s;
-	int64_t last;
 	unsigned j;
 
 	cl_name = d_names[D_B1];
@@ -1375,22 +1025,16 @@ static void d_b1_run(const struct h_daemon *nodes, struct barrier *b, struct d_c
 		cl_post(&s.c, true, d_addr(nodes, to_c ? D_C1 : D_A2), to_c ? D_TAG_C : D_TAG_FILL,
 			s.sbuf[j], D_SMALL_LEN, CTX_SEND | j, d_b1_cqe, &s);
 	}
-	cl_signal(ch->b1_evt.fd[1]);
-	cl_await(ch->b1_go.fd[0], 30000);
+	cl_signal(ch->b1_evt.fd[1], "sends posted");
+	cl_await(ch->b1_go.fd[0], 30000, "go for the receives");
 	s.t_post = h_now_ms();
 	for (j = 0; j < D_BIG; j++)
 		cl_post(&s.c, false, d_addr(nodes, D_A1), D_TAG_BIG, s.rbig[j], D_BIG_LEN,
 			CTX_RECV | (128 + j), d_b1_cqe, &s);
-	cl_signal(ch->b1_evt.fd[1]);
+	cl_signal(ch->b1_evt.fd[1], "receives posted");
 	/* From here B1 only waits: whatever is deferred, the daemon sends. */
 	s.expect = D_SMALL + D_FILL + D_BIG;
-	last = h_now_ms();
-	while (s.got < s.expect) {
-		if (cl_pump(&s.c, d_b1_cqe, &s, 10, false) > 0)
-			last = h_now_ms();
-		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%u of %u completions",
-			   s.got, s.expect);
-	}
+	cl_pump_until(&s.c, d_b1_cqe, &s, &s.got, s.expect, "completions");
 	cl_expect_quiet(&s.c, 20);
 	cl_close(&s.c);
 	_exit(CL_OK);
@@ -1400,17 +1044,12 @@ static void d_b1_run(const struct h_daemon *nodes, struct barrier *b, struct d_c
 static void d_sink_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct d_state *s = arg;
-	uint32_t k = CTX_INDEX(e->user_ctx);
+	uint32_t k = ctx_once(e, CTX_RECV, s->expect, s->seen);
 	bool c1 = s->expect == D_SMALL;
 	uint64_t tag = c1 ? D_TAG_C : D_TAG_FILL;
 	uint32_t seq = c1 ? k : D_SMALL + k;
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < s->expect && !s->seen[k], CL_E_CTX,
-		   "ctx %#llx", (unsigned long long)e->user_ctx);
-	s->seen[k] = 1;
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", k, sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == D_SMALL_LEN && e->tag == tag &&
-		   addr_eq(e->peer, d_addr(s->nodes, D_B1)), CL_E_META, "recv %u: fields", k);
+	cqe_expect_ok(e, k, SL_OP_RECV, D_SMALL_LEN, tag, d_addr(s->nodes, D_B1));
 	CL_REQUIRE(msg_check(s->rsmall[k], D_SMALL_LEN, D_B1, seq, tag), CL_E_DATA,
 		   "recv %u: payload differs", k);
 	s->got++;
@@ -1421,7 +1060,6 @@ static void d_sink_run(int who, const struct h_daemon *nodes, struct barrier *b,
 {
 	static struct d_state s;
 	bool c1 = who == D_C1;
-	int64_t last;
 	unsigned j;
 
 	cl_name = d_names[who];
@@ -1437,18 +1075,12 @@ static void d_sink_run(int who, const struct h_daemon *nodes, struct barrier *b,
 				D_SMALL_LEN, CTX_RECV | j, d_sink_cqe, &s);
 	barrier_arrive(b);
 	if (c1) {
-		cl_await(ch->c1_go.fd[0], 30000);
+		cl_await(ch->c1_go.fd[0], 30000, "go for the receives");
 		for (j = 0; j < s.expect; j++)
 			cl_post(&s.c, false, d_addr(nodes, D_B1), D_TAG_C, s.rsmall[j], D_SMALL_LEN,
 				CTX_RECV | j, d_sink_cqe, &s);
 	}
-	last = h_now_ms();
-	while (s.got < s.expect) {
-		if (cl_pump(&s.c, d_sink_cqe, &s, 10, false) > 0)
-			last = h_now_ms();
-		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "received %u of %u",
-			   s.got, s.expect);
-	}
+	cl_pump_until(&s.c, d_sink_cqe, &s, &s.got, s.expect, "received");
 	cl_expect_quiet(&s.c, 20);
 	if (c1)
 		sh->c1_received = s.got;
@@ -1469,14 +1101,9 @@ struct d_a1 {
 static void d_a1_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct d_a1 *s = arg;
-	uint32_t j = CTX_INDEX(e->user_ctx);
+	uint32_t j = ctx_once(e, CTX_SEND, D_BIG, s->seen);
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && j < D_BIG && !s->seen[j], CL_E_CTX,
-		   "ctx %#llx", (unsigned long long)e->user_ctx);
-	s->seen[j] = 1;
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "big send %u: %s", j, sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == D_BIG_LEN && e->tag == D_TAG_BIG &&
-		   addr_eq(e->peer, d_addr(s->nodes, D_B1)), CL_E_META, "big send %u: fields", j);
+	cqe_expect_ok(e, j, SL_OP_SEND, D_BIG_LEN, D_TAG_BIG, d_addr(s->nodes, D_B1));
 	s->sh->big_send_ms[j] = h_now_ms() - s->t_post;
 	s->got++;
 }
@@ -1487,7 +1114,6 @@ static void d_a1_run(const struct h_daemon *nodes, struct barrier *b, struct d_c
 	struct d_a1 s = { .nodes = nodes, .sh = sh };
 	uint8_t *buf[D_BIG];
 	struct cl c;
-	int64_t last;
 	unsigned j;
 
 	cl_name = d_names[D_A1];
@@ -1497,19 +1123,13 @@ static void d_a1_run(const struct h_daemon *nodes, struct barrier *b, struct d_c
 		msg_fill(buf[j], D_BIG_LEN, D_A1, j, D_TAG_BIG);
 	}
 	barrier_arrive(b);
-	cl_await(ch->a1_go.fd[0], 30000);
+	cl_await(ch->a1_go.fd[0], 30000, "go for the sends");
 	s.t_post = h_now_ms();
 	for (j = 0; j < D_BIG; j++)
 		cl_post(&c, true, d_addr(nodes, D_B1), D_TAG_BIG, buf[j], D_BIG_LEN, CTX_SEND | j,
 			d_a1_cqe, &s);
-	cl_signal(ch->a1_evt.fd[1]);
-	last = h_now_ms();
-	while (s.got < D_BIG) {
-		if (cl_pump(&c, d_a1_cqe, &s, 10, false) > 0)
-			last = h_now_ms();
-		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%u of %u sends done",
-			   s.got, D_BIG);
-	}
+	cl_signal(ch->a1_evt.fd[1], "sends posted");
+	cl_pump_until(&c, d_a1_cqe, &s, &s.got, D_BIG, "sends done");
 	cl_expect_quiet(&c, 20);
 	cl_close(&c);
 	_exit(CL_OK);
@@ -1545,9 +1165,9 @@ START_TEST(c01_deferred_rtr)
 	struct d_chans ch;
 	struct barrier b;
 	pid_t pids[D_N];
-	uint64_t fill_backlog, unexp_bytes, deferred;
+	uint64_t fill_backlog, unexp_bytes, deferred, queued;
 	int64_t t0, max_recv = 0, max_send = 0;
-	unsigned i;
+	unsigned i, k;
 
 	h_cluster_start_confs(nodes, names, 3, confs);
 	sh = shared_alloc(sizeof(*sh));
@@ -1584,8 +1204,15 @@ START_TEST(c01_deferred_rtr)
 		 (unsigned long long)unexp_bytes, D_BIG, D_BIG_LEN);
 	chan_send(&ch.b1_go);
 	chan_expect(&ch.b1_evt, 10000, pids, d_names, D_N, "B1 posted its receives");
-	/* The RTRs found no SQ slot toward A. */
+	/* The RTRs found no SQ slot toward A ... */
 	deferred = wait_stat_at_least(&nodes[1], "link.A.ctl_deferred", 1, 2000);
+	/* ... and wait in the link's backlog, the deferred-control queue,
+	 * until B's delayed completions free a slot (D_DELAY_US after the
+	 * fill's posts): sampled now, before that. */
+	queued = h_daemon_stat(&nodes[1], "link.A.ctl_queued");
+	H_ASSERT(queued >= 1, "B: link.A.ctl_queued %llu with %llu control frames deferred and "
+		 "the SQ toward A full: the deferred RTRs are not queued",
+		 (unsigned long long)queued, (unsigned long long)deferred);
 	h_sleep_ms(200);
 	chan_send(&ch.c1_go);
 	expect_clients_ok(pids, d_names, D_N, 60000);
@@ -1606,13 +1233,20 @@ START_TEST(c01_deferred_rtr)
 		wait_daemon_idle(&nodes[i], peers[i], 2, 5000, &st);
 		if (i == 1)
 			deferred = link_stat(&st, "A", "ctl_deferred");
+		/* Every deferred control frame went out. */
+		for (k = 0; k < 2; k++)
+			H_ASSERT(link_stat(&st, peers[i][k], "ctl_queued") == 0,
+				 "daemon %s: link.%s.ctl_queued %llu once idle", nodes[i].name,
+				 peers[i][k],
+				 (unsigned long long)link_stat(&st, peers[i][k], "ctl_queued"));
 	}
 	printf("c01_deferred_rtr: B's backlog toward A %llu before the RTSs, unexpected bytes "
-	       "%llu for %u RTSs of 4 MiB; %llu control frames deferred toward A; 4 MiB "
-	       "receives done %lld ms after posting (sends %lld ms); all done in %lld ms\n",
+	       "%llu for %u RTSs of 4 MiB; %llu control frames deferred toward A, %llu queued "
+	       "while the SQ was full, 0 once idle; 4 MiB receives done %lld ms after posting "
+	       "(sends %lld ms); all done in %lld ms\n",
 	       (unsigned long long)fill_backlog, (unsigned long long)unexp_bytes, D_BIG,
-	       (unsigned long long)deferred, (long long)max_recv, (long long)max_send,
-	       (long long)(h_now_ms() - t0));
+	       (unsigned long long)deferred, (unsigned long long)queued, (long long)max_recv,
+	       (long long)max_send, (long long)(h_now_ms() - t0));
 	chan_close(&ch.b1_evt);
 	chan_close(&ch.b1_go);
 	chan_close(&ch.a1_evt);
@@ -1721,6 +1355,228 @@ END_TEST
  */
 enum { PH_BEFORE = 0, PH_DOWN = 1, PH_READY = 2 };
 
+/* What A1 sends in a run: @n messages, payload source KR_SRC; message i
+ * is @len(i) bytes with tag @tag(i), a rendezvous if @is_rndv(i). */
+struct kr_plan {
+	uint32_t n;
+	bool (*is_rndv)(uint32_t i);
+	uint32_t (*len)(uint32_t i);
+	uint64_t (*tag)(uint32_t i);
+};
+
+#define KR_MAX_MSGS 5500
+#define KR_SRC 1
+
+/* The record of a run, on a page shared by A1, the B1s and the test
+ * process (each case's shared page starts with it). */
+struct kr_shared {
+	_Atomic int phase;			/* PH_*, set by the test process */
+	_Atomic int stop;			/* new B1: A1 is done, drain and leave */
+	int8_t status[KR_MAX_MSGS];		/* A1: completion status, -1 none */
+	uint8_t post_phase[KR_MAX_MSGS];	/* A1: the phase it was posted in */
+	_Atomic uint8_t delivered[KR_MAX_MSGS];	/* by either B1 */
+	uint8_t deliv_gen[KR_MAX_MSGS];		/* 1 old B1, 2 new B1 */
+	uint32_t received[3];			/* per B1 generation */
+};
+
+/* The B1 of generation @gen (1: the first daemon B, 2: the restarted
+ * one); generation 1 reports ready on the barrier @b, 2 on @ready_fd. */
+typedef void (*kr_b1_fn)(int gen, const struct h_daemon *nodes, struct barrier *b,
+			 int ready_fd, struct kr_shared *kr);
+
+/* May A1 post one more send, having posted @n_down while B was down? */
+static bool may_post(struct kr_shared *kr, uint32_t n_down, uint32_t max_down)
+{
+	return atomic_load(&kr->phase) != PH_DOWN || n_down < max_down;
+}
+
+/*
+ * A1: the completion @e of a send: one A1 posted (below @next) and not
+ * completed before, SL_OK or failed by B's loss (SL_ERR_PEER_DOWN,
+ * SL_ERR_NO_ENDPOINT), with the plan's length and tag and peer @dst.
+ * Records its status; returns the message's index.
+ */
+static uint32_t kr_a1_cqe(const struct kr_plan *pl, struct kr_shared *kr,
+			  const struct sl_cqe *e, uint32_t next, sl_addr_t dst)
+{
+	uint32_t i = CTX_INDEX(e->user_ctx);
+
+	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < next && kr->status[i] < 0,
+		   CL_E_CTX, "send ctx %#llx %s", (unsigned long long)e->user_ctx,
+		   i < next ? "twice" : "never posted");
+	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
+		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
+		   sl_strerror(e->status));
+	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == pl->len(i) && e->tag == pl->tag(i) &&
+		   addr_eq(e->peer, dst), CL_E_META, "send %u: opcode %u len %llu tag %llu", i,
+		   e->opcode, (unsigned long long)e->len, (unsigned long long)e->tag);
+	kr->status[i] = (int8_t)e->status;
+	return i;
+}
+
+/*
+ * B1 of generation @gen: the completion @e of its receive @k into @p,
+ * posted for @len bytes with tag @tag from @src, for a rendezvous or not
+ * (@rndv): SL_OK with those fields, holding whole a message of the plan
+ * of that kind, which no B1 received before.  Records the delivery.
+ */
+static void kr_b1_cqe(const struct kr_plan *pl, struct kr_shared *kr, int gen,
+		      const struct sl_cqe *e, uint32_t k, const uint8_t *p, uint32_t len,
+		      uint64_t tag, bool rndv, sl_addr_t src)
+{
+	struct msg_hdr h;
+
+	cqe_expect_ok(e, k, SL_OP_RECV, len, tag, src);
+	CL_REQUIRE(msg_decode(p, len, &h) && h.src == KR_SRC && h.seq < pl->n &&
+		   pl->is_rndv(h.seq) == rndv, CL_E_DATA, "recv %u: no message header", k);
+	CL_REQUIRE(msg_check(p, len, KR_SRC, h.seq, tag), CL_E_DATA, "recv %u (message %u): "
+		   "payload differs", k, h.seq);
+	CL_REQUIRE(atomic_fetch_add(&kr->delivered[h.seq], 1) == 0, CL_E_DUP,
+		   "message %u delivered again (first to generation %u)", h.seq,
+		   kr->deliv_gen[h.seq]);
+	kr->deliv_gen[h.seq] = (uint8_t)gen;
+	kr->received[gen]++;
+}
+
+/*
+ * B1 of generation @gen, its receives posted on @c: tell the test
+ * process (the barrier @b for generation 1, a byte on @ready_fd for 2),
+ * then hand completions to @fn (with @arg), and after each batch call
+ * @after (unless NULL, with @arg), until the end: generation 1 ends when
+ * its daemon is gone (after taking every completion the daemon wrote),
+ * generation 2 when told to stop and nothing more arrives for 200 ms.
+ * Either must end within 90 s (CL_E_TIMEOUT).  Exits the client.
+ */
+static _Noreturn void kr_b1_serve(struct kr_shared *kr, int gen, struct cl *c,
+				  struct barrier *b, int ready_fd, cqe_fn fn,
+				  void (*after)(void *arg), void *arg)
+{
+	int64_t t0 = h_now_ms(), quiet_since = 0;
+
+	if (b)
+		barrier_arrive(b);
+	else
+		cl_signal(ready_fd, "new B1 ready");
+	for (;;) {
+		int n = cl_pump(c, fn, arg, 10, gen == 1);
+
+		if (n == -ECONNRESET)
+			break;	/* every completion the daemon wrote was taken */
+		if (after)
+			after(arg);
+		if (gen == 2 && atomic_load(&kr->stop)) {
+			if (n > 0 || !quiet_since)
+				quiet_since = h_now_ms();
+			else if (h_now_ms() - quiet_since > 200)
+				break;
+		}
+		CL_REQUIRE(h_now_ms() - t0 < 90000, CL_E_TIMEOUT, "generation %d never ended", gen);
+	}
+	if (gen == 2)
+		cl_close(c);
+	_exit(CL_OK);
+}
+
+/*
+ * The test process's side of a run: daemons @nodes (A and B first), the
+ * clients @pids named @names, the barrier, and two channels: A1 reports
+ * on kill_ch when it is far enough for daemon B to be killed, the new B1
+ * on ready_ch when its receives are posted.
+ */
+struct kr_run {
+	struct h_daemon *nodes;
+	unsigned n_nodes;
+	struct kr_shared *kr;
+	pid_t *pids;
+	const char *const *names;
+	struct barrier b;
+	struct chan kill_ch, ready_ch;
+};
+
+/* Start the @n_nodes daemons (@confs) and make the pipes; no send has
+ * completed yet.  Fatal on error. */
+static void kr_start(struct kr_run *r, const char *const *node_names, const char *const *confs)
+{
+	h_cluster_start_confs(r->nodes, node_names, r->n_nodes, confs);
+	memset(r->kr->status, -1, sizeof(r->kr->status));
+	barrier_init(&r->b);
+	chan_init(&r->kill_ch);
+	chan_init(&r->ready_ch);
+}
+
+/* Kill daemon B (kill -9); A1's posts are PH_DOWN from here. */
+static void kr_kill_b(struct kr_run *r)
+{
+	h_daemon_kill(&r->nodes[1]);
+	atomic_store(&r->kr->phase, PH_DOWN);
+}
+
+/*
+ * Restart daemon B (same port, @peers, @conf), fork the new B1 (@run,
+ * generation 2) as client @idx, and wait (30 s) until its receives are
+ * posted: A1's posts are PH_READY from then on.  Fatal on error.
+ */
+static void kr_restart_b(struct kr_run *r, const struct h_daemon *peers, unsigned n_peers,
+			 const char *conf, kr_b1_fn run, unsigned idx)
+{
+	h_daemon_restart(&r->nodes[1], peers, n_peers, conf);
+	r->pids[idx] = h_fork();
+	if (r->pids[idx] == 0) {
+		(void)signal(SIGPIPE, SIG_IGN);
+		run(2, r->nodes, NULL, r->ready_ch.fd[1], r->kr);
+	}
+	chan_expect(&r->ready_ch, 30000, r->pids, r->names, idx + 1, "new B1 ready");
+	atomic_store(&r->kr->phase, PH_READY);
+}
+
+/* The outcome of a run, from kr_tally(). */
+struct kr_tally {
+	uint32_t ok, down, noep;	/* SL_OK, SL_ERR_PEER_DOWN, SL_ERR_NO_ENDPOINT */
+	uint32_t late;			/* posted once the new B1 was ready */
+	uint32_t deliv_failed;		/* failed, yet a B1 received it */
+	uint32_t n_lost;		/* SL_OK, yet no B1 received it ... */
+	uint32_t ok_lost[KR_MAX_MSGS];	/* ... these */
+};
+
+/*
+ * Every client reaped: each send completed once, with a status A1
+ * allows; no message reached a B1 twice; a send posted once the new B1
+ * was ready completed SL_OK and reached it; whatever reached the new B1
+ * completed SL_OK.  Fatal otherwise.  Allowed: a failed send whose frame
+ * the peer took (its ACK lost).  The SL_OK sends that no B1 received are
+ * only listed in @t, for expect_ok_delivered() at the very end.
+ */
+static void kr_tally(const struct kr_plan *pl, const struct kr_shared *kr, struct kr_tally *t)
+{
+	uint32_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < pl->n; i++) {
+		int s = kr->status[i];
+
+		H_ASSERT(s >= 0, "send %u has no completion", i);
+		t->ok += s == SL_OK;
+		t->down += s == SL_ERR_PEER_DOWN;
+		t->noep += s == SL_ERR_NO_ENDPOINT;
+		H_ASSERT(kr->delivered[i] <= 1, "message %u delivered %u times", i,
+			 kr->delivered[i]);
+		if (kr->post_phase[i] == PH_READY) {
+			t->late++;
+			H_ASSERT(s == SL_OK && kr->deliv_gen[i] == 2, "send %u posted after the new "
+				 "B1 was ready: %s, delivered to generation %u", i, sl_strerror(s),
+				 kr->deliv_gen[i]);
+		}
+		/* Nothing fails after the restart: the new B1's messages were OK. */
+		if (kr->deliv_gen[i] == 2)
+			H_ASSERT(s == SL_OK, "message %u reached the new B1 but completed %s", i,
+				 sl_strerror(s));
+		if (s == SL_OK && !kr->delivered[i])
+			t->ok_lost[t->n_lost++] = i;	/* checked last */
+		t->deliv_failed += s != SL_OK && kr->delivered[i];
+	}
+	H_EQ(t->ok + t->down + t->noep, pl->n);
+}
+
 /*
  * The last check of a kill-and-restart run: a send that completed SL_OK
  * reached a B1.  sluice.h: "The send completes SL_OK when the destination
@@ -1730,27 +1586,30 @@ enum { PH_BEFORE = 0, PH_DOWN = 1, PH_READY = 2 };
  * or completed with an error status.  An eager send is OK only after the
  * peer's ACK, which follows its delivery into B1's ring (and that ring
  * outlives the daemon); a rendezvous must not be OK before the receiving
- * daemon has the data either.  @ok_lost lists the @n OK sends that no B1
- * received (@is_rndv names their kind, @post_phase when they were posted).
+ * daemon has the data either.  Fails naming the OK sends that no B1
+ * received (@t->ok_lost), their kind and when they were posted.
  */
 #define expect_ok_delivered(...) expect_ok_delivered_at(__LINE__, __VA_ARGS__)
-static void expect_ok_delivered_at(int line, const char *label, const uint32_t *ok_lost,
-				   uint32_t n, bool (*is_rndv)(uint32_t), const uint8_t *post_phase)
+static void expect_ok_delivered_at(int line, const char *label, const struct kr_plan *pl,
+				   const struct kr_shared *kr, const struct kr_tally *t)
 {
+	const uint32_t *ok_lost = t->ok_lost;
+	uint32_t i, n = t->n_lost, rndv = 0;
 	char list[256];
 	size_t len = 0;
-	uint32_t i, rndv = 0;
 
 	list[0] = '\0';
 	for (i = 0; i < n; i++) {
-		rndv += is_rndv(ok_lost[i]);
+		rndv += pl->is_rndv(ok_lost[i]);
 		if (i < 6 && len < sizeof(list))
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u (%s, %s)",
 						i ? ", " : "", ok_lost[i],
-						is_rndv(ok_lost[i]) ? "rndv" : "eager",
-						post_phase[ok_lost[i]] == PH_BEFORE ? "posted before the kill"
-						: post_phase[ok_lost[i]] == PH_DOWN ? "posted while B was down"
-										    : "posted after the restart");
+						pl->is_rndv(ok_lost[i]) ? "rndv" : "eager",
+						kr->post_phase[ok_lost[i]] == PH_BEFORE
+							? "posted before the kill"
+						: kr->post_phase[ok_lost[i]] == PH_DOWN
+							? "posted while B was down"
+							: "posted after the restart");
 	}
 	if (n)
 		h_fail(__FILE__, line, "every SL_OK send reached a B1",
@@ -1758,10 +1617,16 @@ static void expect_ok_delivered_at(int line, const char *label, const uint32_t *
 		       "(lost, sender told OK): %s", label, n, rndv, list);
 }
 
-/* May A1 post one more send, having posted @n_down while B was down? */
-static bool may_post(_Atomic int *phase, uint32_t n_down, uint32_t max_down)
+/* End of a run: no registration left at A once its queues are closed,
+ * the daemons stopped; last, every SL_OK send reached a B1.  Fatal. */
+static void kr_finish(struct kr_run *r, const char *label, const struct kr_plan *pl,
+		      const struct kr_tally *t)
 {
-	return atomic_load(phase) != PH_DOWN || n_down < max_down;
+	wait_rcache_empty(&r->nodes[0], 3000);
+	chan_close(&r->kill_ch);
+	chan_close(&r->ready_ch);
+	h_cluster_stop(r->nodes, r->n_nodes);
+	expect_ok_delivered(label, pl, r->kr, t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1791,6 +1656,7 @@ static bool may_post(_Atomic int *phase, uint32_t n_down, uint32_t max_down)
 #define F_MAX_DOWN 500		/* sends A1 posts while B is down */
 #define F_N_RNDV (F_TOTAL / 11)
 #define F_N_EAGER (F_TOTAL - F_N_RNDV)
+_Static_assert(F_TOTAL <= KR_MAX_MSGS, "F_TOTAL: raise KR_MAX_MSGS");
 
 static bool f_is_rndv(uint32_t i)
 {
@@ -1807,14 +1673,10 @@ static uint64_t f_tag(uint32_t i)
 	return f_is_rndv(i) ? F_TAG_RNDV : F_TAG_EAGER;
 }
 
+static const struct kr_plan f_plan = { F_TOTAL, f_is_rndv, f_len, f_tag };
+
 struct f_shared {
-	_Atomic int phase;
-	_Atomic int stop;		/* new B1: A1 is done, drain and leave */
-	int8_t status[F_TOTAL];		/* A1: completion status, -1 none */
-	uint8_t post_phase[F_TOTAL];
-	_Atomic uint8_t delivered[F_TOTAL];	/* by either B1 */
-	uint8_t deliv_gen[F_TOTAL];	/* 1 old B1, 2 new B1 */
-	uint32_t received[3];		/* per B1 generation */
+	struct kr_shared kr;
 	uint32_t max_out;		/* A1: most sends in flight */
 	int64_t a1_ms;
 };
@@ -1831,18 +1693,8 @@ struct f_a1 {
 static void f_a1_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct f_a1 *s = arg;
-	uint32_t i = CTX_INDEX(e->user_ctx);
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < s->next && s->sh->status[i] < 0,
-		   CL_E_CTX, "send ctx %#llx %s", (unsigned long long)e->user_ctx,
-		   i < s->next ? "twice" : "never posted");
-	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
-		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
-		   sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == f_len(i) && e->tag == f_tag(i) &&
-		   addr_eq(e->peer, s->dst), CL_E_META, "send %u: opcode %u len %llu tag %llu", i,
-		   e->opcode, (unsigned long long)e->len, (unsigned long long)e->tag);
-	s->sh->status[i] = (int8_t)e->status;
+	(void)kr_a1_cqe(&f_plan, &s->sh->kr, e, s->next, s->dst);
 	s->done++;
 	s->out--;
 }
@@ -1865,7 +1717,7 @@ static void f_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 	for (i = 0; i < F_TOTAL; i++) {
 		buf[i] = f_is_rndv(i) ? rbuf + (size_t)nr++ * F_RNDV_LEN
 				      : ebuf + (size_t)ne++ * F_EAGER_LEN;
-		msg_fill(buf[i], f_len(i), 1, i, f_tag(i));
+		msg_fill(buf[i], f_len(i), KR_SRC, i, f_tag(i));
 	}
 	barrier_arrive(b);
 	t0 = last = h_now_ms();
@@ -1874,15 +1726,15 @@ static void f_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 		int n;
 
 		/* As fast as the ring accepts: -EAGAIN means poll, then retry. */
-		while (s.next < F_TOTAL && may_post(&sh->phase, s.n_down, F_MAX_DOWN)) {
-			int ph = atomic_load(&sh->phase);
+		while (s.next < F_TOTAL && may_post(&sh->kr, s.n_down, F_MAX_DOWN)) {
+			int ph = atomic_load(&sh->kr.phase);
 			int rc = sl_send(s.c.q, s.dst, f_tag(s.next), buf[s.next], f_len(s.next),
 					 CTX_SEND | s.next);
 
 			if (rc == -EAGAIN)
 				break;
 			CL_REQUIRE(rc == 0, CL_E_POST, "sl_send %u: %s", s.next, strerror(-rc));
-			sh->post_phase[s.next++] = (uint8_t)ph;
+			sh->kr.post_phase[s.next++] = (uint8_t)ph;
 			s.n_down += ph == PH_DOWN;
 			posted = true;
 			if (++s.out > sh->max_out)
@@ -1891,7 +1743,7 @@ static void f_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 		/* The kill comes right after a refill of the ring, so that
 		 * sends are surely in flight on the link when it happens. */
 		if (!reported && s.done >= F_KILL_AT && posted) {
-			cl_signal(kill_fd);
+			cl_signal(kill_fd, "time to kill B");
 			reported = true;
 		}
 		n = cl_pump(&s.c, f_a1_cqe, &s, posted ? 0 : 1, false);
@@ -1908,7 +1760,7 @@ static void f_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 
 struct f_b1 {
 	struct cl c;
-	struct f_shared *sh;
+	struct kr_shared *kr;
 	int gen;
 	sl_addr_t src;
 	uint8_t *ebuf, *rbuf;
@@ -1918,49 +1770,25 @@ struct f_b1 {
 static void f_b1_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct f_b1 *s = arg;
-	uint32_t k = CTX_INDEX(e->user_ctx);
+	uint32_t k = ctx_once(e, CTX_RECV, F_TOTAL, s->seen);
 	bool rndv = k >= F_N_EAGER;
-	uint32_t len = rndv ? F_RNDV_LEN : F_EAGER_LEN;
-	uint64_t tag = rndv ? F_TAG_RNDV : F_TAG_EAGER;
 	const uint8_t *p = rndv ? s->rbuf + (size_t)(k - F_N_EAGER) * F_RNDV_LEN
 				: s->ebuf + (size_t)k * F_EAGER_LEN;
-	struct msg_hdr h;
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && k < F_TOTAL && !s->seen[k], CL_E_CTX,
-		   "recv ctx %#llx", (unsigned long long)e->user_ctx);
-	s->seen[k] = 1;
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv %u: %s", k, sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == len && e->tag == tag &&
-		   addr_eq(e->peer, s->src), CL_E_META, "recv %u: len %llu tag %llu peer %08x:%u",
-		   k, (unsigned long long)e->len, (unsigned long long)e->tag, e->peer.node,
-		   e->peer.port);
-	CL_REQUIRE(msg_decode(p, len, &h) && h.src == 1 && h.seq < F_TOTAL &&
-		   f_is_rndv(h.seq) == rndv, CL_E_DATA, "recv %u: no message header", k);
-	CL_REQUIRE(msg_check(p, len, 1, h.seq, tag), CL_E_DATA, "recv %u (message %u): payload "
-		   "differs", k, h.seq);
-	CL_REQUIRE(atomic_fetch_add(&s->sh->delivered[h.seq], 1) == 0, CL_E_DUP,
-		   "message %u delivered again (first to generation %u)", h.seq,
-		   s->sh->deliv_gen[h.seq]);
-	s->sh->deliv_gen[h.seq] = (uint8_t)s->gen;
-	s->sh->received[s->gen]++;
+	kr_b1_cqe(&f_plan, s->kr, s->gen, e, k, p, rndv ? F_RNDV_LEN : F_EAGER_LEN,
+		  rndv ? F_TAG_RNDV : F_TAG_EAGER, rndv, s->src);
 }
 
-/*
- * B1 of generation @gen (1: the first daemon B, 2: the restarted one):
- * posts a receive for every message, tells the test process, and takes
- * what comes.  Generation 1 ends when its daemon is gone (after taking
- * every completion the daemon wrote), generation 2 when told to stop and
- * nothing more arrives.
- */
+/* B1 of generation @gen: a receive posted for every message, then
+ * kr_b1_serve(). */
 static void f_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, int ready_fd,
-		     struct f_shared *sh)
+		     struct kr_shared *kr)
 {
 	static struct f_b1 s;
-	int64_t t0 = h_now_ms(), quiet_since = 0;
 	uint32_t k;
 
 	cl_name = f_names[gen];
-	s.sh = sh;
+	s.kr = kr;
 	s.gen = gen;
 	s.src = (sl_addr_t){ nodes[0].node, 1001 };
 	cl_open(&s.c, &nodes[1], 2001, F_B_DEPTH);
@@ -1974,26 +1802,7 @@ static void f_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, i
 			     : s.ebuf + (size_t)k * F_EAGER_LEN,
 			rndv ? F_RNDV_LEN : F_EAGER_LEN, CTX_RECV | k, f_b1_cqe, &s);
 	}
-	if (b)
-		barrier_arrive(b);
-	else
-		cl_signal(ready_fd);
-	for (;;) {
-		int n = cl_pump(&s.c, f_b1_cqe, &s, 10, gen == 1);
-
-		if (n == -ECONNRESET)
-			break;	/* every completion the daemon wrote was taken */
-		if (gen == 2 && atomic_load(&sh->stop)) {
-			if (n > 0 || !quiet_since)
-				quiet_since = h_now_ms();
-			else if (h_now_ms() - quiet_since > 200)
-				break;
-		}
-		CL_REQUIRE(h_now_ms() - t0 < 90000, CL_E_TIMEOUT, "generation %d never ended", gen);
-	}
-	if (gen == 2)
-		cl_close(&s.c);
-	_exit(CL_OK);
+	kr_b1_serve(kr, gen, &s.c, b, ready_fd, f_b1_cqe, NULL, &s);
 }
 
 START_TEST(c04_sq_burst)
@@ -2004,38 +1813,32 @@ START_TEST(c04_sq_burst)
 	static const char *const confs[] = { a_conf, b_conf };
 	static const char *const peer_b[] = { "B" };
 	static struct h_stats st;
+	static struct kr_tally t;
 	struct h_daemon nodes[2];
-	struct f_shared *sh;
-	struct barrier b;
-	struct chan kill_ch, ready_ch;
 	pid_t pids[3] = { 0, 0, 0 };
-	static uint32_t ok_lost[F_TOTAL];
-	uint32_t n_ok = 0, n_down = 0, n_noep = 0, late = 0, n_lost = 0, deliv_failed = 0, i;
+	struct f_shared *sh = shared_alloc(sizeof(*sh));
+	struct kr_run r = { .nodes = nodes, .n_nodes = 2, .kr = &sh->kr, .pids = pids,
+			  .names = f_names };
 	uint64_t backlog_down, enomem, frames;
-	char state[32];
+	char state[32], msg[512];
 	int64_t t_kill, t_ready, t0;
+	unsigned i;
 
-	h_cluster_start_confs(nodes, names, 2, confs);
-	sh = shared_alloc(sizeof(*sh));
-	memset(sh->status, -1, sizeof(sh->status));
-	barrier_init(&b);
-	chan_init(&kill_ch);
-	chan_init(&ready_ch);
+	kr_start(&r, names, confs);
 	for (i = 0; i < 2; i++) {
 		pids[i] = h_fork();
 		if (pids[i] == 0) {
 			(void)signal(SIGPIPE, SIG_IGN);
 			if (i == 0)
-				f_a1_run(nodes, &b, kill_ch.fd[1], sh);
-			f_b1_run(1, nodes, &b, -1, sh);
+				f_a1_run(nodes, &r.b, r.kill_ch.fd[1], sh);
+			f_b1_run(1, nodes, &r.b, -1, &sh->kr);
 		}
 	}
-	barrier_release(&b, pids, f_names, 2);
+	barrier_release(&r.b, pids, f_names, 2);
 	t0 = h_now_ms();
-	chan_expect(&kill_ch, 60000, pids, f_names, 2, "2,500 completions");
-	h_daemon_kill(&nodes[1]);
+	chan_expect(&r.kill_ch, 60000, pids, f_names, 2, "2,500 completions");
+	kr_kill_b(&r);
 	t_kill = h_now_ms();
-	atomic_store(&sh->phase, PH_DOWN);
 	/* While B is away A's sends pile up in its backlog, none posted. */
 	h_sleep_ms(300);
 	h_daemon_stats(&nodes[0], &st);
@@ -2044,52 +1847,16 @@ START_TEST(c04_sq_burst)
 	H_ASSERT(strcmp(state, "up"), "link A->B still up 300 ms after B was killed");
 	H_ASSERT(backlog_down > 0, "no backlog toward B while it is down");
 	h_sleep_ms(700);
-	h_daemon_restart(&nodes[1], &nodes[0], 1, b_conf);
-	pids[2] = h_fork();
-	if (pids[2] == 0) {
-		(void)signal(SIGPIPE, SIG_IGN);
-		f_b1_run(2, nodes, NULL, ready_ch.fd[1], sh);
-	}
-	chan_expect(&ready_ch, 30000, pids, f_names, 3, "new B1 ready");
+	kr_restart_b(&r, &nodes[0], 1, b_conf, f_b1_run, 2);
 	t_ready = h_now_ms();
-	atomic_store(&sh->phase, PH_READY);
-	{
-		char msg[512];
-
-		if (!reap_clients(pids, f_names, 1, 60000, msg, sizeof(msg)))
-			fail_clients(pids + 1, f_names + 1, 2, msg);
-	}
-	atomic_store(&sh->stop, 1);
+	if (!reap_clients(pids, f_names, 1, 60000, msg, sizeof(msg)))
+		fail_clients(pids + 1, f_names + 1, 2, msg);
+	atomic_store(&sh->kr.stop, 1);
 	expect_clients_ok(pids + 1, f_names + 1, 2, 20000);
 	H_ASSERT(h_daemon_alive(&nodes[0]), "daemon A died");
 
-	for (i = 0; i < F_TOTAL; i++) {
-		int s = sh->status[i];
-
-		H_ASSERT(s >= 0, "send %u has no completion", i);
-		n_ok += s == SL_OK;
-		n_down += s == SL_ERR_PEER_DOWN;
-		n_noep += s == SL_ERR_NO_ENDPOINT;
-		H_ASSERT(sh->delivered[i] <= 1, "message %u delivered %u times", i,
-			 sh->delivered[i]);
-		if (sh->post_phase[i] == PH_READY) {
-			late++;
-			H_ASSERT(s == SL_OK && sh->deliv_gen[i] == 2, "send %u posted after the new "
-				 "B1 was ready: %s, delivered to generation %u", i, sl_strerror(s),
-				 sh->deliv_gen[i]);
-		}
-		/* Nothing fails after the restart: the new B1's messages were OK. */
-		if (sh->deliv_gen[i] == 2)
-			H_ASSERT(s == SL_OK, "message %u reached the new B1 but completed %s", i,
-				 sl_strerror(s));
-		if (s == SL_OK && !sh->delivered[i])
-			ok_lost[n_lost++] = i;	/* checked last */
-		/* Allowed: a frame the peer took may have lost its ACK. */
-		if (s != SL_OK && sh->delivered[i])
-			deliv_failed++;
-	}
-	H_EQ(n_ok + n_down + n_noep, F_TOTAL);
-	H_EQ(sh->received[1] + sh->received[2], n_ok - n_lost + deliv_failed);
+	kr_tally(&f_plan, &sh->kr, &t);
+	H_EQ(sh->kr.received[1] + sh->kr.received[2], t.ok - t.n_lost + t.deliv_failed);
 
 	wait_daemon_idle(&nodes[0], peer_b, 1, 5000, &st);
 	enomem = h_stats_u64(&st, "xport.post_enomem");
@@ -2099,20 +1866,16 @@ START_TEST(c04_sq_burst)
 	       "%u OK sends never arrived, %u failed sends had arrived; A: backlog %llu "
 	       "while B was down, %llu frames, post_enomem %llu, up to %u sends in flight; "
 	       "kill at %lld ms, new B1 ready %lld ms later, A1 done in %lld ms\n",
-	       F_TOTAL, n_ok, n_down, n_noep, sh->received[1], sh->received[2], late,
-	       n_lost, deliv_failed, (unsigned long long)backlog_down,
+	       F_TOTAL, t.ok, t.down, t.noep, sh->kr.received[1], sh->kr.received[2], t.late,
+	       t.n_lost, t.deliv_failed, (unsigned long long)backlog_down,
 	       (unsigned long long)frames, (unsigned long long)enomem, sh->max_out,
 	       (long long)(t_kill - t0), (long long)(t_ready - t_kill), (long long)sh->a1_ms);
 	/* The daemon never posts more than its SQ holds. */
 	H_EQ(enomem, 0);
 	H_EQ(link_stat(&st, "B", "post_enomem"), 0);
-	H_ASSERT(n_ok > 0 && n_down + n_noep > 0, "%u OK, %u failed: the kill missed the burst",
-		 n_ok, n_down + n_noep);
-	wait_rcache_empty(&nodes[0], 3000);
-	chan_close(&kill_ch);
-	chan_close(&ready_ch);
-	h_cluster_stop(nodes, 2);
-	expect_ok_delivered("c04_sq_burst", ok_lost, n_lost, f_is_rndv, sh->post_phase);
+	H_ASSERT(t.ok > 0 && t.down + t.noep > 0, "%u OK, %u failed: the kill missed the burst",
+		 t.ok, t.down + t.noep);
+	kr_finish(&r, "c04_sq_burst", &f_plan, &t);
 	shared_free(sh, sizeof(*sh));
 }
 END_TEST
@@ -2139,6 +1902,7 @@ END_TEST
 #define E_PP_TAG 9u
 #define E_PP_LEN 64u
 #define E_PP_MAX_RTT_MS 1000
+_Static_assert(E_MSGS <= KR_MAX_MSGS, "E_MSGS: raise KR_MAX_MSGS");
 
 enum { E_A1, E_B1, E_A2, E_C1, E_B1N, E_N };
 
@@ -2147,16 +1911,24 @@ static bool e_is_rndv(uint32_t i)
 	(void)i;
 	return true;	/* E_LEN > eager_max */
 }
+
+static uint32_t e_len(uint32_t i)
+{
+	(void)i;
+	return E_LEN;
+}
+
+static uint64_t e_tag(uint32_t i)
+{
+	(void)i;
+	return E_TAG;
+}
+
+static const struct kr_plan e_plan = { E_MSGS, e_is_rndv, e_len, e_tag };
 static const char *const e_names[E_N] = { "A1", "B1", "A2", "C1", "B1'" };
 
 struct e_shared {
-	_Atomic int phase;
-	_Atomic int stop;
-	int8_t status[E_MSGS];
-	uint8_t post_phase[E_MSGS];
-	_Atomic uint8_t delivered[E_MSGS];
-	uint8_t deliv_gen[E_MSGS];
-	uint32_t received[3];
+	struct kr_shared kr;
 	uint32_t pp_rounds;
 	int64_t pp_max_rtt_ms;
 };
@@ -2173,16 +1945,8 @@ struct e_a1 {
 static void e_a1_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct e_a1 *s = arg;
-	uint32_t i = CTX_INDEX(e->user_ctx);
+	uint32_t i = kr_a1_cqe(&e_plan, &s->sh->kr, e, s->next, s->dst);
 
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < s->next && s->sh->status[i] < 0,
-		   CL_E_CTX, "send ctx %#llx", (unsigned long long)e->user_ctx);
-	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
-		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
-		   sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == E_LEN && e->tag == E_TAG &&
-		   addr_eq(e->peer, s->dst), CL_E_META, "send %u: fields", i);
-	s->sh->status[i] = (int8_t)e->status;
 	s->free_slots[s->n_free++] = s->slot_of[i];
 	s->done++;
 }
@@ -2208,13 +1972,13 @@ static void e_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 	while (s.done < E_MSGS) {
 		bool posted = false;
 
-		while (s.next < E_MSGS && s.n_free && may_post(&sh->phase, s.n_down, E_WIN)) {
+		while (s.next < E_MSGS && s.n_free && may_post(&sh->kr, s.n_down, E_WIN)) {
 			uint32_t slot = s.free_slots[--s.n_free];
-			int ph = atomic_load(&sh->phase);
+			int ph = atomic_load(&sh->kr.phase);
 
-			msg_fill(s.buf[slot], E_LEN, 1, s.next, E_TAG);
+			msg_fill(s.buf[slot], E_LEN, KR_SRC, s.next, E_TAG);
 			s.slot_of[s.next] = slot;
-			sh->post_phase[s.next] = (uint8_t)ph;
+			sh->kr.post_phase[s.next] = (uint8_t)ph;
 			s.n_down += ph == PH_DOWN;
 			cl_post(&s.c, true, s.dst, E_TAG, s.buf[slot], E_LEN, CTX_SEND | s.next,
 				e_a1_cqe, &s);
@@ -2223,7 +1987,7 @@ static void e_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 		}
 		/* Right after a refill: the window is in flight. */
 		if (!reported && s.done >= E_KILL_AT && posted) {
-			cl_signal(kill_fd);
+			cl_signal(kill_fd, "time to kill B");
 			reported = true;
 		}
 		if (cl_pump(&s.c, e_a1_cqe, &s, 10, false) > 0)
@@ -2239,7 +2003,7 @@ static void e_a1_run(const struct h_daemon *nodes, struct barrier *b, int kill_f
 
 struct e_b1 {
 	struct cl c;
-	struct e_shared *sh;
+	struct kr_shared *kr;
 	int gen;
 	sl_addr_t src;
 	uint8_t *buf[E_RWIN];
@@ -2250,35 +2014,40 @@ static void e_b1_cqe(void *arg, const struct sl_cqe *e)
 {
 	struct e_b1 *s = arg;
 	uint32_t slot = CTX_INDEX(e->user_ctx);
-	struct msg_hdr h;
 
 	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_RECV && slot < E_RWIN && !s->repost[slot],
 		   CL_E_CTX, "recv ctx %#llx", (unsigned long long)e->user_ctx);
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "recv: %s", sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == SL_OP_RECV && e->len == E_LEN && e->tag == E_TAG &&
-		   addr_eq(e->peer, s->src), CL_E_META, "recv: len %llu tag %llu",
-		   (unsigned long long)e->len, (unsigned long long)e->tag);
-	CL_REQUIRE(msg_decode(s->buf[slot], E_LEN, &h) && h.src == 1 && h.seq < E_MSGS,
-		   CL_E_DATA, "recv: no message header");
-	CL_REQUIRE(msg_check(s->buf[slot], E_LEN, 1, h.seq, E_TAG), CL_E_DATA,
-		   "message %u: payload differs", h.seq);
-	CL_REQUIRE(atomic_fetch_add(&s->sh->delivered[h.seq], 1) == 0, CL_E_DUP,
-		   "message %u delivered again (first to generation %u)", h.seq,
-		   s->sh->deliv_gen[h.seq]);
-	s->sh->deliv_gen[h.seq] = (uint8_t)s->gen;
-	s->sh->received[s->gen]++;
+	kr_b1_cqe(&e_plan, s->kr, s->gen, e, slot, s->buf[slot], E_LEN, E_TAG, true, s->src);
 	s->repost[slot] = true;
 }
 
+/* Post again the receives that completed (their header cleared). */
+static void e_b1_repost(void *arg)
+{
+	struct e_b1 *s = arg;
+	uint32_t j;
+
+	for (j = 0; j < E_RWIN; j++) {
+		if (!s->repost[j])
+			continue;
+		s->repost[j] = false;
+		memset(s->buf[j], 0, sizeof(struct msg_hdr));
+		if (sl_recv(s->c.q, s->src, E_TAG, ~0ull, s->buf[j], E_LEN, CTX_RECV | j) < 0) {
+			/* Only once the daemon is gone (generation 1). */
+			CL_REQUIRE(s->gen == 1, CL_E_POST, "sl_recv failed");
+		}
+	}
+}
+
+/* B1 of generation @gen: E_RWIN receives kept posted, kr_b1_serve(). */
 static void e_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, int ready_fd,
-		     struct e_shared *sh)
+		     struct kr_shared *kr)
 {
 	static struct e_b1 s;
-	int64_t t0 = h_now_ms(), quiet_since = 0;
 	uint32_t j;
 
 	cl_name = e_names[gen == 1 ? E_B1 : E_B1N];
-	s.sh = sh;
+	s.kr = kr;
 	s.gen = gen;
 	s.src = (sl_addr_t){ nodes[0].node, 1001 };
 	cl_open(&s.c, &nodes[1], 2001, 64);
@@ -2286,36 +2055,7 @@ static void e_b1_run(int gen, const struct h_daemon *nodes, struct barrier *b, i
 		s.buf[j] = cl_alloc(&s.c, E_LEN);
 		cl_post(&s.c, false, s.src, E_TAG, s.buf[j], E_LEN, CTX_RECV | j, e_b1_cqe, &s);
 	}
-	if (b)
-		barrier_arrive(b);
-	else
-		cl_signal(ready_fd);
-	for (;;) {
-		int n = cl_pump(&s.c, e_b1_cqe, &s, 10, gen == 1);
-
-		if (n == -ECONNRESET)
-			break;
-		for (j = 0; j < E_RWIN; j++) {
-			if (!s.repost[j])
-				continue;
-			s.repost[j] = false;
-			memset(s.buf[j], 0, sizeof(struct msg_hdr));
-			if (sl_recv(s.c.q, s.src, E_TAG, ~0ull, s.buf[j], E_LEN, CTX_RECV | j) < 0) {
-				/* Only once the daemon is gone (generation 1). */
-				CL_REQUIRE(gen == 1, CL_E_POST, "sl_recv failed");
-			}
-		}
-		if (gen == 2 && atomic_load(&sh->stop)) {
-			if (n > 0 || !quiet_since)
-				quiet_since = h_now_ms();
-			else if (h_now_ms() - quiet_since > 200)
-				break;
-		}
-		CL_REQUIRE(h_now_ms() - t0 < 90000, CL_E_TIMEOUT, "generation %d never ended", gen);
-	}
-	if (gen == 2)
-		cl_close(&s.c);
-	_exit(CL_OK);
+	kr_b1_serve(kr, gen, &s.c, b, ready_fd, e_b1_cqe, e_b1_repost, &s);
 }
 
 /* A2 <-> C1: 64-byte ping-pong across nodes A and C until told to stop;
@@ -2335,7 +2075,7 @@ static void e_pp_run(bool a2, const struct h_daemon *nodes, struct barrier *b,
 	rb = cl_alloc(&c, E_PP_LEN);
 	barrier_arrive(b);
 	for (round = 0;; round++) {
-		bool stop = a2 && atomic_load(&sh->stop);
+		bool stop = a2 && atomic_load(&sh->kr.stop);
 		uint32_t len = stop ? 0 : E_PP_LEN;
 		struct sl_cqe e;
 		int64_t t0 = h_now_ms();
@@ -2390,51 +2130,38 @@ static void c08_run(const char *label, bool cache_off)
 	static const char *const peers_a[] = { "B", "C" };
 	const char *confs[] = { cache_off ? "[rcache]\nmax_regions = 0\n" : NULL, NULL, NULL };
 	static struct h_stats st;
+	static struct kr_tally t;
 	struct h_daemon nodes[3], b_peers[2];
-	struct e_shared *sh;
-	struct barrier b;
-	struct chan kill_ch, ready_ch;
-	struct hold h;
 	pid_t pids[E_N] = { 0 };
-	static uint32_t ok_lost[E_MSGS];
-	uint32_t n_ok = 0, n_down = 0, n_noep = 0, late = 0, n_lost = 0, deliv_failed = 0, i;
+	struct e_shared *sh = shared_alloc(sizeof(*sh));
+	struct kr_run r = { .nodes = nodes, .n_nodes = 3, .kr = &sh->kr, .pids = pids,
+			  .names = e_names };
+	struct hold h;
 	uint64_t regions, mrs, regs, deregs, hits, misses;
 	char msg[512];
+	unsigned i;
 
-	h_cluster_start_confs(nodes, names, 3, confs);
-	sh = shared_alloc(sizeof(*sh));
-	memset(sh->status, -1, sizeof(sh->status));
-	barrier_init(&b);
-	chan_init(&kill_ch);
-	chan_init(&ready_ch);
+	kr_start(&r, names, confs);
 	hold_init(&h);
 	for (i = 0; i < E_B1N; i++) {
 		pids[i] = h_fork();
 		if (pids[i] == 0) {
 			(void)signal(SIGPIPE, SIG_IGN);
 			if (i == E_A1)
-				e_a1_run(nodes, &b, kill_ch.fd[1], &h, sh);
+				e_a1_run(nodes, &r.b, r.kill_ch.fd[1], &h, sh);
 			if (i == E_B1)
-				e_b1_run(1, nodes, &b, -1, sh);
-			e_pp_run(i == E_A2, nodes, &b, sh);
+				e_b1_run(1, nodes, &r.b, -1, &sh->kr);
+			e_pp_run(i == E_A2, nodes, &r.b, sh);
 		}
 	}
-	barrier_release(&b, pids, e_names, E_B1N);
-	chan_expect(&kill_ch, 60000, pids, e_names, E_B1N, "50 completions");
-	h_daemon_kill(&nodes[1]);
-	atomic_store(&sh->phase, PH_DOWN);
+	barrier_release(&r.b, pids, e_names, E_B1N);
+	chan_expect(&r.kill_ch, 60000, pids, e_names, E_B1N, "50 completions");
+	kr_kill_b(&r);
 	h_sleep_ms(E_OUTAGE_MS);
 	H_ASSERT(h_daemon_alive(&nodes[0]) && h_daemon_alive(&nodes[2]), "a daemon died");
 	b_peers[0] = nodes[0];
 	b_peers[1] = nodes[2];
-	h_daemon_restart(&nodes[1], b_peers, 2, NULL);
-	pids[E_B1N] = h_fork();
-	if (pids[E_B1N] == 0) {
-		(void)signal(SIGPIPE, SIG_IGN);
-		e_b1_run(2, nodes, NULL, ready_ch.fd[1], sh);
-	}
-	chan_expect(&ready_ch, 30000, pids, e_names, E_N, "new B1 ready");
-	atomic_store(&sh->phase, PH_READY);
+	kr_restart_b(&r, b_peers, 2, NULL, e_b1_run, E_B1N);
 	hold_wait_done(&h, 1, 60000, pids, e_names, E_N);
 	/* A1's queue is still open: what is registered now is the cache's
 	 * idle level (nothing at all when it is disabled). */
@@ -2450,51 +2177,25 @@ static void c08_run(const char *label, bool cache_off)
 	else
 		expect_rcache_level(&nodes[0], &st, E_WIN, (uint64_t)E_WIN * (E_LEN + CHUNK));
 	hold_release(&h, 1);
-	atomic_store(&sh->stop, 1);
+	atomic_store(&sh->kr.stop, 1);
 	if (!reap_clients(pids, e_names, E_N, 30000, msg, sizeof(msg)))
 		h_fail(__FILE__, __LINE__, "clients", "%s", msg);
 
-	for (i = 0; i < E_MSGS; i++) {
-		int s = sh->status[i];
-
-		H_ASSERT(s >= 0, "send %u has no completion", i);
-		n_ok += s == SL_OK;
-		n_down += s == SL_ERR_PEER_DOWN;
-		n_noep += s == SL_ERR_NO_ENDPOINT;
-		H_ASSERT(sh->delivered[i] <= 1, "message %u delivered %u times", i,
-			 sh->delivered[i]);
-		if (sh->post_phase[i] == PH_READY) {
-			late++;
-			H_ASSERT(s == SL_OK && sh->deliv_gen[i] == 2, "send %u posted after the new "
-				 "B1 was ready: %s, delivered to generation %u", i, sl_strerror(s),
-				 sh->deliv_gen[i]);
-		}
-		if (sh->deliv_gen[i] == 2)
-			H_ASSERT(s == SL_OK, "message %u reached the new B1 but completed %s", i,
-				 sl_strerror(s));
-		if (s == SL_OK && !sh->delivered[i])
-			ok_lost[n_lost++] = i;	/* checked last */
-		deliv_failed += s != SL_OK && sh->delivered[i];
-	}
-	H_EQ(n_ok + n_down + n_noep, E_MSGS);
-	H_ASSERT(n_down + n_noep > 0, "no send failed: the kill missed the transfers");
+	kr_tally(&e_plan, &sh->kr, &t);
+	H_ASSERT(t.down + t.noep > 0, "no send failed: the kill missed the transfers");
 	H_ASSERT(sh->pp_rounds > 0 && sh->pp_max_rtt_ms < E_PP_MAX_RTT_MS,
 		 "A2<->C1: %u rounds, slowest %lld ms", sh->pp_rounds, (long long)sh->pp_max_rtt_ms);
 	printf("%s: 200 x 1 MiB: %u OK, %u PEER_DOWN, %u NO_ENDPOINT; B1 received %u, the new "
 	       "B1 %u (%u posted after it was ready); %u OK never arrived, %u failed had arrived; "
 	       "A rcache %llu hits %llu misses, regs %llu deregs %llu, %llu regions and %llu "
-	       "MRs idle; A2<->C1 %u round trips, slowest %lld ms\n", label, n_ok, n_down, n_noep,
-	       sh->received[1], sh->received[2], late, n_lost, deliv_failed,
+	       "MRs idle; A2<->C1 %u round trips, slowest %lld ms\n", label, t.ok, t.down, t.noep,
+	       sh->kr.received[1], sh->kr.received[2], t.late, t.n_lost, t.deliv_failed,
 	       (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)regs,
 	       (unsigned long long)deregs, (unsigned long long)regions, (unsigned long long)mrs,
 	       sh->pp_rounds, (long long)sh->pp_max_rtt_ms);
 	for (i = 0; i < 3; i++)
 		H_ASSERT(h_daemon_alive(&nodes[i]), "daemon %s died", nodes[i].name);
-	wait_rcache_empty(&nodes[0], 3000);
-	chan_close(&kill_ch);
-	chan_close(&ready_ch);
-	h_cluster_stop(nodes, 3);
-	expect_ok_delivered(label, ok_lost, n_lost, e_is_rndv, sh->post_phase);
+	kr_finish(&r, label, &e_plan, &t);
 	shared_free(sh, sizeof(*sh));
 }
 
