@@ -285,7 +285,7 @@ static bool from_queue(const struct match_msg *m, const void *arg)
 {
 	const struct rndv_src *rs = m->rndv;
 
-	return rs->q == arg;
+	return rs->q && (!arg || rs->q == arg);
 }
 
 void engine_drop_rndv_from(struct daemon *d, uint32_t node)

@@ -67,8 +67,10 @@ void engine_drop_unexpected(struct queue *q, struct match_msg *m);
  * @node (its link went down and failed those sends). */
 void engine_drop_rndv_from(struct daemon *d, uint32_t node);
 
-/* Queue @q is closing: its local rendezvous sends still waiting unexpected
- * at some endpoint complete SL_ERR_CANCELED (discarded) and give @q back. */
+/* Queue @q is closing (NULL: the daemon is stopping, every queue): its
+ * local rendezvous sends still waiting unexpected at some endpoint
+ * complete SL_ERR_CANCELED (discarded when @q is dead) and give their
+ * queue reference back. */
 void engine_cancel_local_rndv(struct daemon *d, struct queue *q);
 
 /* Write the completion of one accepted descriptor of @q. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "engine.h"
 #include "link.h"
 #include "log.h"
 #include "queue.h"
@@ -188,6 +189,10 @@ static void daemon_teardown(struct daemon *d)
 	session_close_listener(d);
 	if (d->xp)
 		link_teardown_all(d);
+	/* Local rendezvous sends wait in their receivers' queues: complete
+	 * them while their own queues are alive, whatever the order the
+	 * queues go in. */
+	engine_cancel_local_rndv(d, NULL);
 	TAILQ_FOREACH(q, &d->queues, all)
 		queue_cancel_receives(q);
 	daemon_flush_cq_wakeups(d);

@@ -79,36 +79,43 @@ START_TEST(sigterm_cancels_pending)
 {
 	struct h_daemon a, ghost = { .name = "ghost" };
 	struct sl_ctx *ctx;
-	struct sl_queue *q;
+	struct sl_queue *q, *q2;
 	struct sl_cqe cqes[16];
-	uint8_t *buf;
+	uint8_t *buf, *big;
 	unsigned i, got = 0, recvs = 0, sends = 0;
-	bool seen[8] = { false };
+	bool seen[9] = { false };
 	int rc;
 
 	ghost.tcp_port = h_free_port();	/* nothing listens there */
 	h_daemon_start(&a, "stopper", h_free_port(), &ghost, 1);
 	H_EQ(sl_open(a.sock, &ctx), 0);
 	H_EQ(sl_queue_open(ctx, 200, 16, &q), 0);
+	/* Opened after q, so torn down after it: a local rendezvous send of
+	 * q waiting unexpected at q2 used to lose its completion. */
+	H_EQ(sl_queue_open(ctx, 201, 16, &q2), 0);
 	buf = sl_alloc(q, 64);
-	H_ASSERT(buf, "sl_alloc");
+	big = sl_alloc(q, 1u << 20);
+	H_ASSERT(buf && big, "sl_alloc");
 	for (i = 0; i < 5; i++)
 		H_EQ(sl_recv(q, SL_ANY_SOURCE, 7, ~0ull, buf, 64, i), 0);
 	for (i = 5; i < 8; i++)
 		H_EQ(sl_send(q, (sl_addr_t){ sl_node_id("ghost"), 9 }, 7, buf, 8, i), 0);
-	h_sleep_ms(100);	/* accepted: receives posted, sends in the backlog */
+	H_EQ(sl_send(q, (sl_addr_t){ SL_NODE_LOCAL, 201 }, 7, big, 1u << 20, 8), 0);
+	/* Accepted: receives posted, sends in the backlog, the rendezvous
+	 * waiting unexpected at q2. */
+	h_sleep_ms(100);
 	H_EQ(sl_poll(q, cqes, 16), 0);
 	h_daemon_stop(&a);	/* SIGTERM; exit status 0; socket removed */
 
-	while (got < 8) {
+	while (got < 9) {
 		rc = sl_poll(q, cqes + got, 16 - got);
-		H_ASSERT(rc > 0, "completion %u of 8: sl_poll %d", got + 1, rc);
+		H_ASSERT(rc > 0, "completion %u of 9: sl_poll %d", got + 1, rc);
 		got += (unsigned)rc;
 	}
 	H_EQ(sl_poll(q, cqes + got, 16 - got), 0);
 	for (i = 0; i < got; i++) {
 		H_EQ(cqes[i].status, SL_ERR_CANCELED);
-		H_ASSERT(cqes[i].user_ctx < 8 && !seen[cqes[i].user_ctx], "ctx %llu",
+		H_ASSERT(cqes[i].user_ctx < 9 && !seen[cqes[i].user_ctx], "ctx %llu",
 			 (unsigned long long)cqes[i].user_ctx);
 		seen[cqes[i].user_ctx] = true;
 		H_EQ(cqes[i].opcode, cqes[i].user_ctx < 5 ? SL_OP_RECV : SL_OP_SEND);
@@ -118,7 +125,8 @@ START_TEST(sigterm_cancels_pending)
 			sends++;
 	}
 	H_EQ(recvs, 5);
-	H_EQ(sends, 3);
+	H_EQ(sends, 4);
+	H_EQ(sl_poll(q2, cqes, 16), 0);
 	H_EQ(sl_wait(q, 100), -ECONNRESET);
 	sl_close(ctx);
 }
