@@ -301,16 +301,17 @@ void engine_cancel_local_rndv(struct daemon *d, struct queue *q)
 static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 {
 	struct match_recv *r = malloc(sizeof(*r));
+	sl_addr_t src = sqe->peer;
 	struct match_msg *m;
 
+	if (src.node == SL_NODE_LOCAL)
+		src.node = q->d->cfg.node_id;	/* messages carry real ids */
 	if (!r) {
-		engine_complete(q, SL_OP_RECV, sqe->peer, sqe->tag, sqe->len,
-				sqe->user_ctx, SL_NAK_BUSY);
+		engine_complete(q, SL_OP_RECV, src, sqe->tag, sqe->len, sqe->user_ctx,
+				SL_NAK_BUSY);
 		return;
 	}
-	r->src = sqe->peer;
-	if (r->src.node == SL_NODE_LOCAL)
-		r->src.node = q->d->cfg.node_id;	/* messages carry real ids */
+	r->src = src;
 	r->tag = sqe->tag;
 	r->tag_mask = sqe->tag_mask;
 	r->addr = sqe->addr;

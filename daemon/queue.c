@@ -298,8 +298,13 @@ int queue_drain(struct queue *q, unsigned budget)
 		q->sqes++;
 		d->ctr.sqes++;
 		if (engine_validate(q, &sqe) != SL_OK) {
+			sl_addr_t peer = sqe.peer;
+
+			/* Completions name real nodes, refused ones too. */
+			if (peer.node == SL_NODE_LOCAL)
+				peer.node = d->cfg.node_id;
 			d->ctr.invalid++;
-			engine_complete(q, sqe.opcode, sqe.peer, sqe.tag, sqe.len,
+			engine_complete(q, sqe.opcode, peer, sqe.tag, sqe.len,
 					sqe.user_ctx, SL_ERR_INVALID);
 			continue;
 		}

@@ -2293,6 +2293,11 @@ START_TEST(port_rules)
 		 "remote: %s", sl_strerror(cqe.status));
 	cqe = g_send(e1, (sl_addr_t){ sl_node_id("nowhere"), 5002 }, NULL, 0, 4);
 	H_EQ(cqe.status, SL_ERR_NO_ENDPOINT);
+	/* Refused descriptors name this node too, never SL_NODE_LOCAL. */
+	cqe = g_send(e1, (sl_addr_t){ SL_NODE_LOCAL, 0 }, NULL, 0, 5);
+	H_ASSERT(cqe.status == SL_ERR_INVALID &&
+		 addr_eq(cqe.peer, ((sl_addr_t){ nodes[0].node, 0 })),
+		 "port 0: %s to %08x:%u", sl_strerror(cqe.status), cqe.peer.node, cqe.peer.port);
 	big = sl_alloc(e1, 65537);
 	H_ASSERT(big, "sl_alloc");
 	for (i = 0; i < 32; i++) {
