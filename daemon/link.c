@@ -396,21 +396,19 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		l->n_ctl--;
 		free(f);
 	}
-	for (;;) {
-		bool moved = false;
+	while (data_space(l)) {
+		struct link_frame *send = TAILQ_FIRST(&l->backlog), *write = TAILQ_FIRST(&l->writes);
+		bool do_write = write && (!send || l->write_turn);
 
-		if (data_space(l) && (f = TAILQ_FIRST(&l->backlog))) {
-			if (post_send_frame(l, f) < 0)
-				break;
-			moved = true;
-		}
-		if (data_space(l) && (f = TAILQ_FIRST(&l->writes))) {
-			if (post_write_segment(l, f) < 0)
-				break;
-			moved = true;
-		}
-		if (!moved)
+		if (!send && !write)
 			break;
+		/* The turn outlives the pass: a refused post (SQ full, -ENOMEM)
+		 * keeps it, the other kind gets the next one after a success.
+		 * Restarting each pass with the sends once let a sender's
+		 * stream take every post that got through. */
+		if ((do_write ? post_write_segment(l, write) : post_send_frame(l, send)) < 0)
+			break;
+		l->write_turn = !do_write;
 	}
 	if (ack_due(l, force_ack) && ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };

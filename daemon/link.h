@@ -154,6 +154,7 @@ struct link {
 	struct link_frame_list reap;	/* decided in a callback, to finish */
 	struct rndv_recv_list rndv_rx;
 	uint32_t n_rndv_tx, n_writes, n_rndv_rx;
+	bool write_turn;		/* the next data post goes to a write */
 	uint64_t next_send_id;
 	uint32_t next_recv_id;
 	ev_timer retry_w;		/* a post failed with nothing in flight */

@@ -2339,6 +2339,93 @@ START_TEST(local_large_and_truncation)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Fairness between queued sends and RDMA writes                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A link alternates between its queued sends and its RDMA write segments.
+ * The alternation must hold across passes: with every 2nd post refused
+ * (injected ENOMEM), a pass that always began with the sends gave them
+ * every post that succeeded, and a 4 MiB rendezvous waited 25 s behind a
+ * stream of eager sends.
+ */
+#define STARVE_EAGER_WINDOW 8
+#define STARVE_EAGER_LEN 1024u
+#define STARVE_RNDV_LEN (4u << 20)
+#define STARVE_LIMIT_MS 10000
+
+START_TEST(writes_not_starved_by_sends)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = {
+		"[transport]\nsq_depth = 4\n[fault]\npost_enomem_every = 2\n"
+		"delay_completions_us = 20000\n",
+		NULL,
+	};
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qb;
+	uint8_t *big, *rbig, *small, *rsmall;
+	unsigned eager_done = 0, i;
+	int64_t t0, rndv_ms = -1;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 7101, 64, &qa), 0);
+	H_EQ(sl_queue_open(cb, 7102, 64, &qb), 0);
+	big = sl_alloc(qa, STARVE_RNDV_LEN);
+	rbig = sl_alloc(qb, STARVE_RNDV_LEN);
+	small = sl_alloc(qa, STARVE_EAGER_LEN);
+	rsmall = sl_alloc(qb, STARVE_EAGER_LEN * STARVE_EAGER_WINDOW);
+	H_ASSERT(big && rbig && small && rsmall, "sl_alloc");
+	msg_fill(big, STARVE_RNDV_LEN, 1, 0, 1);
+	memset(small, 0x5a, STARVE_EAGER_LEN);
+	for (i = 0; i < STARVE_EAGER_WINDOW; i++)
+		H_EQ(sl_recv(qb, SL_ANY_SOURCE, 2, ~0ull, rsmall + i * STARVE_EAGER_LEN,
+			     STARVE_EAGER_LEN, 100 + i), 0);
+	H_EQ(sl_recv(qb, SL_ANY_SOURCE, 1, ~0ull, rbig, STARVE_RNDV_LEN, 1), 0);
+	t0 = h_now_ms();
+	H_EQ(sl_send(qa, sl_queue_addr(qb), 1, big, STARVE_RNDV_LEN, 1), 0);
+	for (i = 0; i < STARVE_EAGER_WINDOW; i++)
+		H_EQ(sl_send(qa, sl_queue_addr(qb), 2, small, STARVE_EAGER_LEN, 2), 0);
+	/* Keep the eager window full until the rendezvous is through. */
+	while (rndv_ms < 0 && h_now_ms() - t0 < STARVE_LIMIT_MS) {
+		struct sl_cqe c;
+
+		while (sl_poll(qb, &c, 1) == 1) {
+			H_ASSERT(c.status == SL_OK, "B: ctx %llu: %s",
+				 (unsigned long long)c.user_ctx, sl_strerror(c.status));
+			if (c.user_ctx >= 100)
+				H_EQ(sl_recv(qb, SL_ANY_SOURCE, 2, ~0ull,
+					     rsmall + (c.user_ctx - 100) * STARVE_EAGER_LEN,
+					     STARVE_EAGER_LEN, c.user_ctx), 0);
+		}
+		while (sl_poll(qa, &c, 1) == 1) {
+			H_ASSERT(c.status == SL_OK, "A: ctx %llu: %s",
+				 (unsigned long long)c.user_ctx, sl_strerror(c.status));
+			if (c.user_ctx == 1) {
+				rndv_ms = h_now_ms() - t0;
+				continue;
+			}
+			eager_done++;
+			H_EQ(sl_send(qa, sl_queue_addr(qb), 2, small, STARVE_EAGER_LEN, 2), 0);
+		}
+		sl_wait(qa, 1);
+	}
+	H_ASSERT(rndv_ms >= 0, "4 MiB rendezvous not done after %d ms behind %u eager sends",
+		 STARVE_LIMIT_MS, eager_done);
+	H_ASSERT(rndv_ms < 3000, "4 MiB rendezvous took %lld ms behind %u eager sends",
+		 (long long)rndv_ms, eager_done);
+	fprintf(stderr, "writes_not_starved_by_sends: 4 MiB rendezvous in %lld ms, "
+		"%u eager sends meanwhile\n", (long long)rndv_ms, eager_done);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -2364,6 +2451,7 @@ static Suite *rndv_suite(void)
 	tcase_add_test(tc, rcache_roomy_no_naks);
 	tc = tcase(s, "sq_pressure", 120);
 	tcase_add_test(tc, sq_pressure);
+	tcase_add_test(tc, writes_not_starved_by_sends);
 	tc = tcase(s, "c01_deferred_rtr", 120);
 	tcase_add_test(tc, c01_deferred_rtr);
 	tcase_add_test(tc, c01_fin_after_reg_failure);
