@@ -2338,6 +2338,89 @@ START_TEST(local_large_and_truncation)
 }
 END_TEST
 
+/*
+ * [transport] max_mr bounds the tcp transport's MR table like a device's
+ * MR limit: with 2 entries at the receiver and 8 concurrent 4 MiB
+ * rendezvous to distinct receives, registrations beyond 2 fail, the cache
+ * evicts what is idle and otherwise answers SL_NAK_BUSY, and resending
+ * the NAKed sends delivers all 8.  The table never holds more than 2.
+ */
+#define MAXMR_MSGS 8
+#define MAXMR_LEN (4u << 20)
+
+START_TEST(max_mr_bounds_registrations)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = {
+		"[limits]\narena_bytes = 64M\n",
+		"[limits]\narena_bytes = 64M\n[transport]\nmax_mr = 2\n",
+	};
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qb;
+	uint8_t *src[MAXMR_MSGS], *dst[MAXMR_MSGS];
+	bool delivered[MAXMR_MSGS] = { false }, sent[MAXMR_MSGS] = { false };
+	unsigned i, nsent = 0, naks = 0, rounds = 0, nrecv = 0;
+	struct sl_cqe c;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 7201, 64, &qa), 0);
+	H_EQ(sl_queue_open(cb, 7202, 64, &qb), 0);
+	for (i = 0; i < MAXMR_MSGS; i++) {
+		src[i] = sl_alloc(qa, MAXMR_LEN);
+		dst[i] = sl_alloc(qb, MAXMR_LEN);
+		H_ASSERT(src[i] && dst[i], "sl_alloc %u", i);
+		msg_fill(src[i], MAXMR_LEN, 1, i, 40 + i);
+		H_EQ(sl_recv(qb, SL_ANY_SOURCE, 40 + i, ~0ull, dst[i], MAXMR_LEN, i), 0);
+	}
+	while (nsent < MAXMR_MSGS) {
+		H_ASSERT(++rounds <= 50, "after 50 rounds %u of %u sent", nsent, MAXMR_MSGS);
+		for (i = 0; i < MAXMR_MSGS; i++)
+			if (!sent[i])
+				H_EQ(sl_send(qa, sl_queue_addr(qb), 40 + i, src[i], MAXMR_LEN, i), 0);
+		/* One completion per send of this round: OK, or NAK. */
+		for (i = 0; i < MAXMR_MSGS - nsent;) {
+			wait_cqes(qa, &c, 1, 10000);
+			H_ASSERT(c.user_ctx < MAXMR_MSGS && !sent[c.user_ctx],
+				 "send ctx %llu twice", (unsigned long long)c.user_ctx);
+			if (c.status == SL_NAK_BUSY) {
+				naks++;
+				i++;
+				continue;
+			}
+			H_ASSERT(c.status == SL_OK, "send %llu: %s", (unsigned long long)c.user_ctx,
+				 sl_strerror(c.status));
+			sent[c.user_ctx] = true;
+			nsent++;
+		}
+		H_ASSERT(h_daemon_stat(&nodes[1], "xport.mrs") <= 2, "B's MR table over max_mr");
+	}
+	while (nrecv < MAXMR_MSGS) {
+		wait_cqes(qb, &c, 1, 10000);
+		H_ASSERT(c.status == SL_OK && c.user_ctx < MAXMR_MSGS && !delivered[c.user_ctx],
+			 "receive ctx %llu: %s", (unsigned long long)c.user_ctx,
+			 sl_strerror(c.status));
+		delivered[c.user_ctx] = true;
+		H_ASSERT(msg_check(dst[c.user_ctx], MAXMR_LEN, 1, (uint32_t)c.user_ctx,
+				   40 + c.user_ctx), "payload %llu", (unsigned long long)c.user_ctx);
+		nrecv++;
+	}
+	expect_no_cqe(qb, 20);
+	H_ASSERT(naks > 0, "no registration was refused: max_mr not in force");
+	H_ASSERT(h_daemon_stat(&nodes[1], "xport.reg_fails") > 0, "B counted no refused registration");
+	H_ASSERT(h_daemon_stat(&nodes[1], "xport.mrs") <= 2, "B's MR table over max_mr");
+	H_EQ(h_daemon_stat(&nodes[1], "rcache.regs"),
+	     h_daemon_stat(&nodes[1], "rcache.deregs") + h_daemon_stat(&nodes[1], "rcache.regions"));
+	fprintf(stderr, "max_mr_bounds_registrations: %u NAK_BUSY over %u rounds, all %u "
+		"delivered and verified\n", naks, rounds, MAXMR_MSGS);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Fairness between queued sends and RDMA writes                        */
 /* ------------------------------------------------------------------ */
@@ -2449,6 +2532,7 @@ static Suite *rndv_suite(void)
 	tc = tcase(s, "rcache_full", 120);
 	tcase_add_test(tc, rcache_full_naks);
 	tcase_add_test(tc, rcache_roomy_no_naks);
+	tcase_add_test(tc, max_mr_bounds_registrations);
 	tc = tcase(s, "sq_pressure", 120);
 	tcase_add_test(tc, sq_pressure);
 	tcase_add_test(tc, writes_not_starved_by_sends);
