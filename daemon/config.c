@@ -24,6 +24,7 @@
 #include <ini.h>
 
 #include "log.h"
+#include "sl_wire.h"
 #include "sluice.h"
 
 #define KIB 1024ull
@@ -48,6 +49,10 @@
 #define F_ENOMEM_MAX     1000000
 #define F_REG_MAX        4294967295ull
 #define F_DELAY_US_MAX   10000000	/* ten seconds */
+#define CREDITS_MAX      SL_WIRE_CREDITS_MAX	/* the HELLO carries it */
+#define BACKLOG_MAX      1048576
+#define CLIENT_ARENA_MAX (1024 * GIB)	/* 1 TiB */
+#define CLIENT_INFLIGHT_MAX 16777216
 
 #define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
@@ -87,6 +92,11 @@ int config_defaults(struct config *c)
 	c->unexpected_max_bytes = 64 * MIB;
 	c->sq_depth = 1024;
 	c->max_mr = 65536;
+	c->eager_credits = 256;
+	c->link_backlog_max = 4096;
+	c->client_max_queues = 256;
+	c->client_max_arena_bytes = 64 * GIB;
+	c->client_max_inflight = 65536;
 	c->rcache_chunk_bytes = 2 * MIB;
 	c->rcache_max_regions = 1024;
 	c->rcache_max_bytes = 4 * GIB;
@@ -278,8 +288,9 @@ bool config_name_valid(const char *name)
 
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
-	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR,
-	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX,
+	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS,
+	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
+	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
 	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
 	K_RC_MAX_WAIT_MS,
 	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
@@ -298,9 +309,14 @@ static const struct {
 	[K_EAGER_MAX]   = { "transport", "eager_max" },
 	[K_SQ_DEPTH]    = { "transport", "sq_depth" },
 	[K_MAX_MR]      = { "transport", "max_mr" },
+	[K_CREDITS]     = { "transport", "eager_credits" },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
 	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
+	[K_BACKLOG_MAX]    = { "limits", "link_backlog_max" },
+	[K_CLIENT_QUEUES]  = { "limits", "client_max_queues" },
+	[K_CLIENT_ARENA]   = { "limits", "client_max_arena_bytes" },
+	[K_CLIENT_INFLIGHT] = { "limits", "client_max_inflight" },
 	[K_RC_CHUNK]       = { "rcache", "chunk_bytes" },
 	[K_RC_MAX_REGIONS] = { "rcache", "max_regions" },
 	[K_RC_MAX_BYTES]   = { "rcache", "max_bytes" },
@@ -316,8 +332,9 @@ static const struct {
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
-	{ "transport", "kind, listen, eager_max, sq_depth, max_mr" },
-	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes" },
+	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits" },
+	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
+		    "client_max_queues, client_max_arena_bytes, client_max_inflight" },
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
 	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us" },
 	{ "peers", NULL },
@@ -524,6 +541,18 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 		return set_num32(st, sec, name, value, 1, MAX_MR_MAX, &c->max_mr);
 	case K_MAX_QUEUES:
 		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->max_queues);
+	case K_CREDITS:
+		return set_num32(st, sec, name, value, 1, CREDITS_MAX, &c->eager_credits);
+	case K_BACKLOG_MAX:
+		return set_num32(st, sec, name, value, 1, BACKLOG_MAX, &c->link_backlog_max);
+	case K_CLIENT_QUEUES:
+		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->client_max_queues);
+	case K_CLIENT_ARENA:
+		return set_bytes(st, sec, name, value, ARENA_MIN, CLIENT_ARENA_MAX,
+				 "1M..1024G bytes", &c->client_max_arena_bytes);
+	case K_CLIENT_INFLIGHT:
+		return set_num32(st, sec, name, value, 1, CLIENT_INFLIGHT_MAX,
+				 &c->client_max_inflight);
 	case K_UNEXPECTED_MAX:
 		return set_bytes(st, sec, name, value, UNEXP_MIN, UNEXP_MAX, "64K..64G bytes",
 				 &c->unexpected_max_bytes);

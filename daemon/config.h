@@ -17,14 +17,32 @@
  *               control frames when sq_depth >= 16, else 1;
  *               max_mr = N, 1..1048576 [65536]: memory registrations the
  *               tcp transport's MR table holds at once (the verbs
- *               transport is limited by the device)
+ *               transport is limited by the device);
+ *               eager_credits = N, 1..65536 [256]: data frames (eager
+ *               messages and RTS) a peer may have sent us that we have
+ *               not acknowledged yet; told to the peer in HELLO, which
+ *               keeps further ones in its backlog until our ACKs return
+ *               the credits
  *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
  *               max_queues = N, 1..65536 [1024];
  *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
  *               endpoint, messages no receive was posted for; each one
  *               counts its length plus the daemon's per-message bookkeeping
  *               (sizeof(struct match_msg)); one that would pass the bound
- *               is refused with SL_NAK_RECEIVER_FULL
+ *               is refused with SL_NAK_RECEIVER_FULL;
+ *               link_backlog_max = N, 1..1048576 [4096]: sends per link
+ *               waiting for room (send queue or credits); past it a send
+ *               completes SL_NAK_BUSY at once, its buffer untouched;
+ *               client_max_queues = N, 1..65536 [256]: queues one client
+ *               (control connection) holds; past it sl_queue_open()
+ *               fails -EDQUOT;
+ *               client_max_arena_bytes = BYTES, 1 MiB..1 TiB [64 GiB]: the
+ *               arenas of one client's queues together; past it
+ *               sl_queue_open() fails -EDQUOT;
+ *               client_max_inflight = N, 1..16777216 [65536]: descriptors
+ *               of one client accepted and not yet completed, over all its
+ *               queues; past it the daemon takes no more of that client's
+ *               descriptors until some complete (its SQs fill: -EAGAIN)
  *   [rcache]    registration cache of client arenas:
  *               chunk_bytes = BYTES, a power of two, 4 KiB..1 GiB [2 MiB]:
  *               registrations cover whole chunks of this size;
@@ -89,9 +107,14 @@ struct config {
 	uint32_t eager_max;	/* bytes */
 	uint32_t sq_depth;	/* frames per connection send queue */
 	uint32_t max_mr;	/* tcp transport's MR table entries */
+	uint32_t eager_credits;	/* data frames a peer may have unacknowledged */
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */
+	uint32_t link_backlog_max;	/* sends waiting per link */
+	uint32_t client_max_queues;
+	uint64_t client_max_arena_bytes;
+	uint32_t client_max_inflight;
 	uint64_t unexpected_max_bytes;	/* per endpoint, bookkeeping included */
 	/* [rcache] */
 	uint64_t rcache_chunk_bytes;	/* a power of two */

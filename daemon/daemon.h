@@ -40,6 +40,7 @@ struct daemon_counters {
 	uint64_t wakeups_tx;		/* eventfd writes to clients */
 	uint64_t sleeps;		/* times the progress engine went idle */
 	uint64_t ring_errors;		/* corrupt ring indices seen */
+	uint64_t quota_stalls;		/* drains stopped at client_max_inflight */
 };
 
 struct daemon {

@@ -216,6 +216,7 @@ static int post_hello(struct link *l)
 	wf.u.hello.eager_max = l->d->cfg.eager_max;
 	wf.u.hello.incarnation = l->d->incarnation;
 	wf.u.hello.last_rx_seq = l->rx_seq;
+	wf.u.hello.credits = l->d->cfg.eager_credits;
 	return post_frame(l, &wf, NULL, 0);
 }
 
@@ -224,10 +225,26 @@ static int post_hello(struct link *l)
  * LINK_ACK_DELAY, or for the engine going to sleep (@force). */
 static bool ack_due(const struct link *l, bool force)
 {
+	uint64_t every = l->d->cfg.eager_credits / 2;
+
 	if (l->rx_seq == l->ack_sent)
 		return false;
-	return force || l->rx_seq - l->ack_sent >= LINK_ACK_EVERY ||
+	/* Never sit on more than half the credits we granted: the peer
+	 * would stall waiting for them. */
+	if (every > LINK_ACK_EVERY)
+		every = LINK_ACK_EVERY;
+	if (every == 0)
+		every = 1;
+	return force || l->rx_seq - l->ack_sent >= every ||
 	       ev_time() - l->ack_pending_since >= LINK_ACK_DELAY;
+}
+
+/* Data frames the peer still lets us send before its ACKs return credit. */
+static uint64_t credits_left(const struct link *l)
+{
+	uint64_t used = l->tx_seq - l->ack_rx;
+
+	return used < l->peer_credits ? l->peer_credits - used : 0;
 }
 
 /* Post control frame @f (NAK, RTR, FIN). */
@@ -397,7 +414,8 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		free(f);
 	}
 	while (data_space(l)) {
-		struct link_frame *send = TAILQ_FIRST(&l->backlog), *write = TAILQ_FIRST(&l->writes);
+		struct link_frame *send = credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
+		struct link_frame *write = TAILQ_FIRST(&l->writes);
 		bool do_write = write && (!send || l->write_turn);
 
 		if (!send && !write)
@@ -449,6 +467,10 @@ int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
 
 	if (l->timed_out)
 		return -EHOSTDOWN;
+	if (l->n_backlog - l->n_ctl >= l->d->cfg.link_backlog_max) {
+		l->backlog_naks++;
+		return -ENOBUFS;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -921,7 +943,7 @@ static void link_went_down(struct link *l, int err)
 			free(f);
 		}
 	}
-	l->tx_seq = l->rx_seq = l->ack_sent = 0;
+	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
 	link_schedule_redial(l);
 }
 
@@ -1055,6 +1077,8 @@ static int process_ack(struct link *l, uint64_t ack)
 			 (unsigned long long)ack, (unsigned long long)l->tx_seq);
 		return -EPROTO;
 	}
+	if (ack > l->ack_rx)
+		l->ack_rx = ack;	/* credits come back */
 	for (f = TAILQ_FIRST(&l->unacked); f && f->seq <= ack; f = next) {
 		next = TAILQ_NEXT(f, link);
 		if (f->type == SL_WIRE_RTS) {
@@ -1168,6 +1192,7 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c,
 	d->xp->ops->set_ctx(c, l);
 	l->peer_incarnation = wf->u.hello.incarnation;
 	l->peer_eager_max = wf->u.hello.eager_max;
+	l->peer_credits = wf->u.hello.credits;
 	if (post_hello(l) < 0)
 		return -ENOMEM;
 	link_up(l);
@@ -1192,6 +1217,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 			return -EPROTO;
 		l->peer_incarnation = wf->u.hello.incarnation;
 		l->peer_eager_max = wf->u.hello.eager_max;
+		l->peer_credits = wf->u.hello.credits;
 		link_up(l);
 		return 0;
 	case SL_WIRE_EAGER:

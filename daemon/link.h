@@ -23,6 +23,12 @@
  * completes the send (a write that left, or that a NIC acknowledged, can
  * still die with the receiving daemon).
  *
+ * Data frames (EAGER, RTS) also need credit: the peer's HELLO says how
+ * many may be unacknowledged at once, and its cumulative ACKs slide that
+ * window.  Sends waiting for SQ room or credit queue in the backlog, at
+ * most [limits] link_backlog_max of them; past that a send completes
+ * SL_NAK_BUSY at once.
+ *
  * Every SQ post that fails (SQ full, -ENOMEM) leaves its frame or write
  * where it was; a send completion, an ACK or a retry timer (when nothing
  * is in flight to complete) drives it again, with no call from a client
@@ -135,10 +141,12 @@ struct link {
 	struct xport_conn *conn;
 	uint64_t peer_incarnation;
 	uint32_t peer_eager_max;
+	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
 	/* Sequence state of the current connection. */
 	uint64_t tx_seq;		/* last data seq assigned */
 	uint64_t rx_seq;		/* last in-order data seq received */
 	uint64_t ack_sent;		/* last cumulative ack sent */
+	uint64_t ack_rx;		/* highest cumulative ack received */
 	ev_tstamp ack_pending_since;	/* first frame received after ack_sent */
 	/* Frames not yet handed to the transport, in send order. */
 	struct link_frame_list backlog;
@@ -164,6 +172,7 @@ struct link {
 	/* Counters. */
 	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
 	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
+	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
 	uint64_t ctl_deferred;		/* control frames that had to wait */
 	uint64_t rndv_tx_done, rndv_rx_done, writes_tx;
 };
@@ -182,7 +191,8 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
  * link_send - send a validated SEND descriptor of @q to the peer.
  * Takes a reference on @q until the descriptor completes.  Returns 0,
  * -EHOSTDOWN when the link has been down past the peer timeout (caller
- * completes SL_ERR_PEER_DOWN), or -ENOMEM (caller completes SL_NAK_BUSY).
+ * completes SL_ERR_PEER_DOWN), -ENOBUFS when link_backlog_max sends
+ * already wait, or -ENOMEM (caller completes SL_NAK_BUSY for both).
  */
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 

@@ -217,6 +217,8 @@ void queue_kill(struct queue *q)
 	if (q->dead)
 		return;
 	q->dead = true;
+	if (q->owner)
+		q->owner->in_flight -= q->in_flight;	/* completions go nowhere now */
 	q->owner = NULL;
 	ev_io_stop(d->loop, &q->sq_w);
 	if (d->ports[q->port] == q)
@@ -259,6 +261,8 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 	struct daemon *d = q->d;
 
 	q->in_flight--;
+	if (q->owner)
+		q->owner->in_flight--;
 	d->ctr.cqes++;
 	if (q->dead)
 		return;
@@ -272,6 +276,12 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 	/* Completions also come from outside a pass (a link breaks, a timer
 	 * fires): the pass that follows wakes the client. */
 	daemon_kick(d);
+}
+
+/* Has the client of @q as many descriptors in flight as it may? */
+static bool quota_full(const struct queue *q)
+{
+	return q->owner && q->owner->in_flight >= q->d->cfg.client_max_inflight;
 }
 
 int queue_drain(struct queue *q, unsigned budget)
@@ -291,10 +301,16 @@ int queue_drain(struct queue *q, unsigned budget)
 		/* Exactly-one-completion: accept only with a CQ slot held. */
 		if (space < (int64_t)q->in_flight + 1)
 			break;
+		/* The client's quota: its SQs fill and it sees -EAGAIN. */
+		if (quota_full(q)) {
+			d->ctr.quota_stalls++;
+			break;
+		}
 		/* Copy first: the client may rewrite the slot meanwhile. */
 		memcpy(&sqe, sl_ring_cons_slot(&q->sq, taken), sizeof(sqe));
 		taken++;
 		q->in_flight++;
+		q->owner->in_flight++;
 		q->sqes++;
 		d->ctr.sqes++;
 		if (engine_validate(q, &sqe) != SL_OK) {
@@ -334,7 +350,9 @@ bool queue_prepare_sleep(struct queue *q)
 {
 	int64_t avail = sl_ring_cons_prepare_sleep(&q->sq);
 
-	if (avail == 0) {
+	/* Nothing to take, or nothing the client may have taken now: a
+	 * completion (which kicks the engine) frees its quota. */
+	if (avail == 0 || (avail > 0 && quota_full(q))) {
 		q->sleeping = true;
 		return false;
 	}

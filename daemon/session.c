@@ -64,6 +64,15 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 		rep->error = EINVAL;
 		return send_reply(s, rep, NULL, 0);
 	}
+	/* Quotas: one client cannot take every queue or all memory. */
+	if (s->n_queues >= s->d->cfg.client_max_queues ||
+	    s->arena_bytes + s->d->cfg.arena_bytes > s->d->cfg.client_max_arena_bytes) {
+		log_info("client pid %d: queue refused: quota of %u queues / %llu arena bytes",
+			 (int)s->pid, s->d->cfg.client_max_queues,
+			 (unsigned long long)s->d->cfg.client_max_arena_bytes);
+		rep->error = EDQUOT;
+		return send_reply(s, rep, NULL, 0);
+	}
 	rc = queue_create(s->d, s, req->port, req->depth, &q);
 	if (rc) {
 		rep->error = -rc;
@@ -84,6 +93,7 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	}
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
+	s->arena_bytes += q->arena_size;
 	log_debug("client pid %d: queue %u on port %u", (int)s->pid, q->id, q->port);
 	return 0;
 }
@@ -102,6 +112,7 @@ static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
 	}
 	TAILQ_REMOVE(&s->queues, q, by_session);
 	s->n_queues--;
+	s->arena_bytes -= q->arena_size;
 	queue_kill(q);
 }
 

@@ -24,6 +24,9 @@ struct session {
 	gid_t gid;
 	TAILQ_HEAD(, queue) queues;
 	uint32_t n_queues;
+	uint64_t arena_bytes;		/* of its queues, for client_max_arena_bytes */
+	uint32_t in_flight;		/* descriptors accepted, not completed:
+					 * client_max_inflight */
 };
 
 /* Create the control socket in the runtime directory and listen.

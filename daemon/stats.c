@@ -49,6 +49,7 @@ static void write_all(struct daemon *d, FILE *f)
 	fprintf(f, "daemon.unexpected_total %llu\n", (unsigned long long)c->unexpected);
 	fprintf(f, "daemon.naks_receiver_full %llu\n", (unsigned long long)c->naks_receiver_full);
 	fprintf(f, "daemon.queues %u\n", d->n_queues);
+	fprintf(f, "daemon.quota_stalls %llu\n", (unsigned long long)c->quota_stalls);
 	TAILQ_FOREACH(q, &d->queues, all) {
 		unexp += q->mq.n_unexpected;
 		unexp_bytes += q->mq.unexpected_bytes;
@@ -89,6 +90,10 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.connects %llu\n", n, (unsigned long long)l->connects);
 		fprintf(f, "link.%s.backlog %u\n", n, l->n_backlog);
 		fprintf(f, "link.%s.ctl_queued %u\n", n, l->n_ctl);
+		fprintf(f, "link.%s.credits %llu\n", n, (unsigned long long)
+			(l->state == LINK_UP && l->tx_seq - l->ack_rx < l->peer_credits ?
+			 l->peer_credits - (l->tx_seq - l->ack_rx) : 0));
+		fprintf(f, "link.%s.backlog_naks %llu\n", n, (unsigned long long)l->backlog_naks);
 		fprintf(f, "link.%s.unacked %u\n", n, l->n_unacked);
 		fprintf(f, "link.%s.rndv_tx %u\n", n, l->n_rndv_tx);
 		fprintf(f, "link.%s.rndv_rx %u\n", n, l->n_rndv_rx);

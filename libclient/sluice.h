@@ -201,7 +201,9 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  * bound), -EACCES (privileged port), -EADDRNOTAVAIL (no free ephemeral
  * port), -EMFILE (the daemon's max_queues reached, or this process has no
  * free fds for the queue's three: the daemon's half is then undone),
- * -ENOMEM, -EPROTO (malformed reply), -ECONNRESET (daemon went away).
+ * -EDQUOT (this context holds its quota of queues or arena bytes:
+ * [limits] client_max_queues, client_max_arena_bytes), -ENOMEM, -EPROTO
+ * (malformed reply), -ECONNRESET (daemon went away).
  * Thread-safe with respect to other queue opens/closes on @ctx.
  */
 int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,
@@ -277,7 +279,10 @@ size_t sl_arena_size(const struct sl_queue *q);
  * could not be had within the daemon's limits ([rcache] max_waiters and
  * max_wait_ms); the buffer is then untouched and the send may be posted
  * again.
- * Returns 0 when posted, -EAGAIN when the SQ is full (no system call made,
+ * Returns 0 when posted, -EAGAIN when the SQ is full (also when the
+ * daemon has stopped taking this context's descriptors because
+ * [limits] client_max_inflight of them are pending: reap completions and
+ * retry; no system call made,
  * but for one poll(2) of the control socket per millisecond to notice a
  * daemon that has gone), -EINVAL when @buf..@buf+@len is not inside the
  * arena, -ENOTCONN when the daemon has gone (a descriptor posted just

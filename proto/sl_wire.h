@@ -38,6 +38,8 @@
 #define SL_WIRE_HDR_MAX 72u
 /* Largest payload of any frame, bytes. */
 #define SL_WIRE_PAYLOAD_MAX (16u << 20)
+/* Largest credit window a HELLO may grant, frames. */
+#define SL_WIRE_CREDITS_MAX 65536u
 /* Largest rendezvous message, bytes (SL_MSG_MAX in sluice.h). */
 #define SL_WIRE_RNDV_MAX (1ull << 30)
 
@@ -62,7 +64,11 @@ enum sl_wire_type {
  *   40 u64 incarnation  sender's start id; changes on every daemon start
  *   48 u64 last_rx_seq  last in-order data seq the sender received on this
  *                       link from the receiver's current incarnation
- *   56 u64 rsvd         0
+ *   56 u32 credits      data frames (EAGER, RTS) the receiver of this HELLO
+ *                       may have sent without the sender's cumulative ack
+ *                       covering them: a sliding window that ACKs move
+ *                       (1..65536)
+ *   60 u32 rsvd         0
  */
 #define SL_WIRE_HELLO_LEN 64u
 
@@ -170,6 +176,7 @@ struct sl_wire_frame {
 			uint32_t eager_max;
 			uint64_t incarnation;
 			uint64_t last_rx_seq;
+			uint32_t credits;
 		} hello;
 		struct {
 			uint32_t src_port;
@@ -228,7 +235,7 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
  * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a data
  * frame or non-zero on a control frame, a bad NAK status or nak_seq 0, a
- * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any RTS, RTR, FIN,
+ * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, RTS, RTR, FIN,
  * WRITE or DONE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
  */
@@ -245,7 +252,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a data
  * frame with seq 0 or a control frame with seq != 0, a NAK whose status is
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
- * SL_NODE_LOCAL or SL_NODE_ANY, an RTS with msg_len 0 or over
+ * SL_NODE_LOCAL or SL_NODE_ANY or whose credits are 0 or over
+ * SL_WIRE_CREDITS_MAX, an RTS with msg_len 0 or over
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with

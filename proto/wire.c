@@ -136,6 +136,8 @@ static int status_or_ok_valid(uint32_t status)
 static int fields_valid(const struct sl_wire_frame *f)
 {
 	switch (f->type) {
+	case SL_WIRE_HELLO:
+		return f->u.hello.credits >= 1 && f->u.hello.credits <= SL_WIRE_CREDITS_MAX;
 	case SL_WIRE_RTS:
 		return f->u.rts.msg_len != 0 && f->u.rts.msg_len <= SL_WIRE_RNDV_MAX &&
 		       f->u.rts.send_id != 0;
@@ -195,6 +197,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u32(p + 36, f->u.hello.eager_max);
 		put_u64(p + 40, f->u.hello.incarnation);
 		put_u64(p + 48, f->u.hello.last_rx_seq);
+		put_u32(p + 56, f->u.hello.credits);
 		break;
 	case SL_WIRE_EAGER:
 		put_u32(p + 32, f->u.eager.src_port);
@@ -274,8 +277,9 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 
 	switch (tmp.type) {
 	case SL_WIRE_HELLO:
-		if (get_u64(p + 56) != 0)
+		if (get_u32(p + 60) != 0)
 			return -EPROTO;
+		tmp.u.hello.credits = get_u32(p + 56);
 		tmp.u.hello.node_id = get_u32(p + 32);
 		if (!node_id_valid(tmp.u.hello.node_id))
 			return -EPROTO;

@@ -272,6 +272,202 @@ START_TEST(max_queues_bound)
 END_TEST
 
 /*
+ * Per-client quotas are filled exactly, hit only the client over them,
+ * and free up again: [limits] client_max_queues and client_max_arena_bytes
+ * refuse the next open with -EDQUOT.
+ */
+START_TEST(client_queue_quotas)
+{
+	struct h_daemon a;
+	struct sl_ctx *c1, *c2;
+	struct sl_queue *q[3], *extra, *other[3];
+	int i;
+
+	h_daemon_start_conf(&a, "cquota", 0, NULL, 0,
+			    "[limits]\narena_bytes = 1M\nclient_max_queues = 3\n"
+			    "client_max_arena_bytes = 2M\n");
+	H_EQ(sl_open(a.sock, &c1), 0);
+	H_EQ(sl_open(a.sock, &c2), 0);
+	/* The arena quota (2 x 1M) binds first. */
+	for (i = 0; i < 2; i++)
+		H_EQ(sl_queue_open(c1, 0, 4, &q[i]), 0);
+	H_EQ(sl_queue_open(c1, 0, 4, &extra), -EDQUOT);
+	/* Another client is not affected. */
+	for (i = 0; i < 2; i++)
+		H_EQ(sl_queue_open(c2, 0, 4, &other[i]), 0);
+	H_EQ(sl_queue_close(q[0]), 0);
+	H_EQ(sl_queue_open(c1, 0, 4, &q[0]), 0);
+	H_EQ(sl_queue_open(c1, 0, 4, &extra), -EDQUOT);
+	sl_close(c1);
+	sl_close(c2);
+	h_daemon_stop(&a);
+
+	/* With room for arenas, the queue count binds: 3, not 4. */
+	h_daemon_start_conf(&a, "cquota2", 0, NULL, 0,
+			    "[limits]\narena_bytes = 1M\nclient_max_queues = 3\n");
+	H_EQ(sl_open(a.sock, &c1), 0);
+	for (i = 0; i < 3; i++)
+		H_EQ(sl_queue_open(c1, 0, 4, &q[i]), 0);
+	H_EQ(sl_queue_open(c1, 0, 4, &extra), -EDQUOT);
+	H_EQ(sl_queue_close(q[1]), 0);
+	H_EQ(sl_queue_open(c1, 0, 4, &q[1]), 0);
+	sl_close(c1);
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/*
+ * [limits] client_max_inflight = 4: of 10 receives a client posts, the
+ * daemon takes exactly 4 and leaves the rest in the SQ; another client
+ * still gets its own 4 taken.  Each completion lets one more in.
+ */
+START_TEST(client_inflight_quota)
+{
+	struct h_daemon a;
+	struct sl_ctx *c1, *c2;
+	struct sl_queue *q1, *q2;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	unsigned i;
+
+	h_daemon_start_conf(&a, "inflight", 0, NULL, 0, "[limits]\nclient_max_inflight = 4\n");
+	H_EQ(sl_open(a.sock, &c1), 0);
+	H_EQ(sl_open(a.sock, &c2), 0);
+	H_EQ(sl_queue_open(c1, 601, 16, &q1), 0);
+	H_EQ(sl_queue_open(c2, 602, 16, &q2), 0);
+	buf = sl_alloc(q2, 64);
+	H_ASSERT(buf, "sl_alloc");
+	for (i = 0; i < 10; i++)
+		H_EQ(sl_recv(q1, SL_ANY_SOURCE, i, ~0ull, NULL, 0, i), 0);
+	h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&a, "daemon.posted_recvs"), 4);
+	H_ASSERT(h_daemon_stat(&a, "daemon.quota_stalls") > 0, "no quota stall counted");
+	for (i = 0; i < 4; i++)
+		H_EQ(sl_recv(q2, SL_ANY_SOURCE, 100 + i, ~0ull, NULL, 0, 100 + i), 0);
+	h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&a, "daemon.posted_recvs"), 8);
+	/* c2's fifth descriptor, a send, waits too: no completion. */
+	H_EQ(sl_send(q2, (sl_addr_t){ SL_NODE_LOCAL, 601 }, 0, buf, 8, 200), 0);
+	H_EQ(h_wait_cqe(q2, &cqe, 100), 0);
+	sl_close(c2);	/* its 4 receives and the send go; c1 is untouched */
+	h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&a, "daemon.posted_recvs"), 4);
+	/* c1: a message matching receive 0 completes it and lets receive 4
+	 * in; the posted count stays at the quota. */
+	H_EQ(sl_open(a.sock, &c2), 0);
+	H_EQ(sl_queue_open(c2, 602, 16, &q2), 0);
+	buf = sl_alloc(q2, 64);
+	H_ASSERT(buf, "sl_alloc");
+	H_EQ(sl_send(q2, (sl_addr_t){ SL_NODE_LOCAL, 601 }, 0, NULL, 0, 300), 0);
+	H_EQ(h_wait_cqe(q2, &cqe, 2000), 1);
+	H_EQ(cqe.status, SL_OK);
+	H_EQ(h_wait_cqe(q1, &cqe, 2000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.user_ctx == 0, "c1 got ctx %llu %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&a, "daemon.posted_recvs"), 4);
+	sl_close(c1);
+	sl_close(c2);
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/*
+ * [limits] link_backlog_max = 5 with the peer unreachable: 5 sends wait
+ * in the backlog, the 6th and 7th complete SL_NAK_BUSY at once, buffers
+ * untouched; the backlog gauge reads 5 exactly.
+ */
+START_TEST(link_backlog_bound)
+{
+	struct h_daemon a, ghost = { .name = "ghost" };
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	unsigned i;
+
+	ghost.tcp_port = h_free_port();	/* nothing listens there */
+	h_daemon_start_conf(&a, "backlog", h_free_port(), &ghost, 1,
+			    "[limits]\nlink_backlog_max = 5\n");
+	H_EQ(sl_open(a.sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 700, 16, &q), 0);
+	buf = sl_alloc(q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	for (i = 0; i < 7; i++)
+		H_EQ(sl_send(q, (sl_addr_t){ sl_node_id("ghost"), 9 }, 7, buf, 8, i), 0);
+	for (i = 5; i < 7; i++) {
+		H_EQ(h_wait_cqe(q, &cqe, 2000), 1);
+		H_ASSERT(cqe.status == SL_NAK_BUSY && cqe.user_ctx == i, "ctx %llu: %s",
+			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	}
+	H_EQ(h_wait_cqe(q, &cqe, 50), 0);
+	H_EQ(h_daemon_stat(&a, "link.ghost.backlog"), 5);
+	H_EQ(h_daemon_stat(&a, "link.ghost.backlog_naks"), 2);
+	sl_close(ctx);
+	h_daemon_stop(&a);
+}
+END_TEST
+
+/*
+ * [transport] eager_credits = 4 at B: with B stopped (SIGSTOP), A sends
+ * exactly 4 of 50 messages and keeps 46 in its backlog; when B runs again
+ * its ACKs slide the window and all 50 arrive, in order, once.
+ */
+START_TEST(credit_window)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { NULL, "[transport]\neager_credits = 4\n" };
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qb;
+	struct sl_cqe cqe;
+	uint8_t *buf, *rbuf;
+	unsigned i;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 801, 64, &qa), 0);
+	H_EQ(sl_queue_open(cb, 802, 64, &qb), 0);
+	buf = sl_alloc(qa, 50 * 64);
+	rbuf = sl_alloc(qb, 50 * 64);
+	H_ASSERT(buf && rbuf, "sl_alloc");
+	for (i = 0; i < 50; i++) {
+		memset(buf + i * 64, (int)i, 64);
+		H_EQ(sl_recv(qb, SL_ANY_SOURCE, 5, ~0ull, rbuf + i * 64, 64, i), 0);
+	}
+	h_sleep_ms(50);
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
+	for (i = 0; i < 50; i++)
+		H_EQ(sl_send(qa, sl_queue_addr(qb), 5, buf + i * 64, 64, i), 0);
+	h_sleep_ms(200);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.unacked"), 4);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.backlog"), 46);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.credits"), 0);
+	H_EQ(h_wait_cqe(qa, &cqe, 10), 0);
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
+	for (i = 0; i < 50; i++) {
+		H_EQ(h_wait_cqe(qb, &cqe, 5000), 1);
+		H_ASSERT(cqe.status == SL_OK && cqe.user_ctx == i && cqe.len == 64,
+			 "receive %u: ctx %llu %s", i, (unsigned long long)cqe.user_ctx,
+			 sl_strerror(cqe.status));
+		H_ASSERT(rbuf[i * 64] == i && rbuf[i * 64 + 63] == i, "payload %u", i);
+	}
+	for (i = 0; i < 50; i++) {
+		H_EQ(h_wait_cqe(qa, &cqe, 5000), 1);
+		H_EQ(cqe.status, SL_OK);
+	}
+	h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.backlog"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.unacked"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.credits"), 4);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/*
  * The arena is filled exactly: each block costs its length rounded up to
  * 64 bytes plus a 64-byte header (libclient/arena.c), so a 1 MiB arena
  * holds 15 blocks of 64 KiB; freed blocks coalesce back into one extent.
@@ -545,6 +741,10 @@ int main(void)
 	tcase_add_test(tc, link_down_wakes_client);
 	tcase_add_test(tc, accept_at_fd_limit_backs_off);
 	tcase_add_test(tc, max_queues_bound);
+	tcase_add_test(tc, client_queue_quotas);
+	tcase_add_test(tc, client_inflight_quota);
+	tcase_add_test(tc, link_backlog_bound);
+	tcase_add_test(tc, credit_window);
 	tcase_add_test(tc, arena_bound);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

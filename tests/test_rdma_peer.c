@@ -113,6 +113,7 @@ static int peer_hello(const struct h_daemon *b, uint32_t peer_id)
 	f.u.hello.node_id = peer_id;
 	f.u.hello.eager_max = 65536;
 	f.u.hello.incarnation = 42;
+	f.u.hello.credits = 64;
 	send_frame(fd, &f, NULL);
 	expect_frame(fd, SL_WIRE_HELLO, &f);
 	H_EQ(f.u.hello.node_id, b->node);

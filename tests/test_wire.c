@@ -76,6 +76,29 @@ static int spec_has_payload(uint8_t type)
 	return type == SL_WIRE_EAGER || type == SL_WIRE_WRITE;
 }
 
+/* A HELLO's credit grant: 1..65536 frames. */
+#define SPEC_CREDITS_MAX 65536u
+
+static int spec_credits_valid(uint64_t c)
+{
+	return c >= 1 && c <= SPEC_CREDITS_MAX;
+}
+
+/* Credit grants the HELLO must refuse: 0, and over 65536 in every byte. */
+static const uint32_t bad_credits[] = {
+	0, SPEC_CREDITS_MAX + 1, SPEC_CREDITS_MAX + 0x100, 0x0001ffffu, 0x20000,
+	0x00ff0000u, 0x01000000u, 0x01000001u, 0x80000000u, 0xffff0000u,
+	UINT32_MAX,
+};
+#define N_BAD_CREDITS (sizeof(bad_credits) / sizeof(bad_credits[0]))
+
+/* ... and ones it must take, both ends included. */
+static const uint32_t good_credits[] = {
+	1, 2, 0xff, 0x100, 0x101, 256, 0x8000, 0xfffe, 0xffff,
+	SPEC_CREDITS_MAX - 1, SPEC_CREDITS_MAX,
+};
+#define N_GOOD_CREDITS (sizeof(good_credits) / sizeof(good_credits[0]))
+
 /* A NAK or error status: SL_NAK_* 1..2, SL_ERR_* 16..22. */
 static int spec_nak_status(uint32_t s)
 {
@@ -141,6 +164,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.hello.eager_max = 0x00010000u;
 		f.u.hello.incarnation = 0xb1b2b3b4b5b6b7b8ull;
 		f.u.hello.last_rx_seq = 0xc1c2c3c4c5c6c7c8ull;
+		f.u.hello.credits = 0x0000d3d4u;	/* <= SL_WIRE_CREDITS_MAX */
 		break;
 	case SL_WIRE_EAGER:
 		f.seq = 0x1112131415161718ull;
@@ -205,7 +229,8 @@ static int frames_equal(const struct sl_wire_frame *a,
 		return a->u.hello.node_id == b->u.hello.node_id &&
 		       a->u.hello.eager_max == b->u.hello.eager_max &&
 		       a->u.hello.incarnation == b->u.hello.incarnation &&
-		       a->u.hello.last_rx_seq == b->u.hello.last_rx_seq;
+		       a->u.hello.last_rx_seq == b->u.hello.last_rx_seq &&
+		       a->u.hello.credits == b->u.hello.credits;
 	case SL_WIRE_EAGER:
 		return a->u.eager.src_port == b->u.eager.src_port &&
 		       a->u.eager.dst_port == b->u.eager.dst_port &&
@@ -261,6 +286,7 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.hello.eager_max, b->u.hello.eager_max);
 		ck_assert_uint_eq(a->u.hello.incarnation, b->u.hello.incarnation);
 		ck_assert_uint_eq(a->u.hello.last_rx_seq, b->u.hello.last_rx_seq);
+		ck_assert_uint_eq(a->u.hello.credits, b->u.hello.credits);
 		break;
 	case SL_WIRE_EAGER:
 		ck_assert_uint_eq(a->u.eager.src_port, b->u.eager.src_port);
@@ -389,6 +415,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le32(p + 36, f->u.hello.eager_max);
 		put_le64(p + 40, f->u.hello.incarnation);
 		put_le64(p + 48, f->u.hello.last_rx_seq);
+		put_le32(p + 56, f->u.hello.credits);
 		break;
 	case SL_WIRE_EAGER:
 		put_le32(p + 32, f->u.eager.src_port);
@@ -537,7 +564,9 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(32, 4) && (get_le(p + 32, 4) == SL_NODE_LOCAL ||
 				    get_le(p + 32, 4) == SL_NODE_ANY))
 			return 1;
-		if (HAVE(56, 8) && get_le(p + 56, 8) != 0)
+		if (HAVE(56, 4) && !spec_credits_valid(get_le(p + 56, 4)))
+			return 1;
+		if (HAVE(60, 4) && get_le(p + 60, 4) != 0)
 			return 1;
 		break;
 	case SL_WIRE_EAGER:
@@ -647,6 +676,7 @@ START_TEST(test_hdr_len)
 		ck_assert_uint_eq(sl_wire_hdr_len(all_types[i]) % 8, 0);
 	}
 	ck_assert_uint_eq(SL_WIRE_RNDV_MAX, SL_MSG_MAX);
+	ck_assert_uint_eq(SL_WIRE_CREDITS_MAX, SPEC_CREDITS_MAX);
 	for (size_t i = 0, n = 0; i < N_TYPES; i++) {
 		if (!spec_has_payload(all_types[i]))
 			continue;
@@ -817,6 +847,44 @@ START_TEST(test_round_trip_extremes_rndv)
 	expect_valid(&f);
 	f.u.done.send_id = 1ull << 63;
 	expect_valid(&f);
+}
+END_TEST
+
+/* Every HELLO field at its largest, then its smallest valid value. */
+START_TEST(test_round_trip_extremes_hello)
+{
+	struct sl_wire_frame f;
+
+	f = make_frame(SL_WIRE_HELLO);
+	f.ack = UINT64_MAX;
+	f.u.hello.node_id = SL_NODE_ANY - 1;
+	f.u.hello.eager_max = UINT32_MAX;
+	f.u.hello.incarnation = UINT64_MAX;
+	f.u.hello.last_rx_seq = UINT64_MAX;
+	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+	expect_valid(&f);
+	memset(&f.u, 0, sizeof(f.u));
+	f.ack = 0;
+	f.u.hello.node_id = SL_NODE_LOCAL + 1;
+	f.u.hello.credits = 1;
+	expect_valid(&f);	/* eager_max, incarnation, last_rx_seq 0 */
+	/* The ends of the window with the other fields at theirs. */
+	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+	expect_valid(&f);
+	f = make_frame(SL_WIRE_HELLO);
+	f.ack = UINT64_MAX;
+	f.u.hello.node_id = UINT32_MAX - 1;
+	f.u.hello.eager_max = UINT32_MAX;
+	f.u.hello.incarnation = UINT64_MAX;
+	f.u.hello.last_rx_seq = UINT64_MAX;
+	f.u.hello.credits = 1;
+	expect_valid(&f);
+	/* Every good grant survives the trip. */
+	for (size_t i = 0; i < N_GOOD_CREDITS; i++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.credits = good_credits[i];
+		expect_valid(&f);
+	}
 }
 END_TEST
 
@@ -1061,6 +1129,68 @@ START_TEST(test_exact_bytes_done)
 }
 END_TEST
 
+START_TEST(test_exact_bytes_hello)
+{
+	static const uint8_t want[SL_WIRE_HELLO_LEN] = {
+		/* 0 version, type 1, flags */
+		0x01, 0x01, 0x00, 0x00,
+		/* 4 hdr_len = 64 */
+		0x40, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: control frame */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 node_id */
+		0xa4, 0xa3, 0xa2, 0xa1,
+		/* 36 eager_max = 0x10000 */
+		0x00, 0x00, 0x01, 0x00,
+		/* 40 incarnation */
+		0xb8, 0xb7, 0xb6, 0xb5, 0xb4, 0xb3, 0xb2, 0xb1,
+		/* 48 last_rx_seq */
+		0xc8, 0xc7, 0xc6, 0xc5, 0xc4, 0xc3, 0xc2, 0xc1,
+		/* 56 credits = 0xd3d4 */
+		0xd4, 0xd3, 0x00, 0x00,
+		/* 60 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	/* The credits field at its ends: byte 2 is reached only by the
+	 * largest grant. */
+	static const struct {
+		uint32_t credits;
+		uint8_t bytes[4];
+	} ends[] = {
+		{ 1, { 0x01, 0x00, 0x00, 0x00 } },
+		{ 0xffff, { 0xff, 0xff, 0x00, 0x00 } },
+		{ SL_WIRE_CREDITS_MAX, { 0x00, 0x00, 0x01, 0x00 } },
+	};
+	struct sl_wire_frame f, out;
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
+
+	check_golden(SL_WIRE_HELLO, want, sizeof(want));
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.credits = ends[i].credits;
+		memset(buf, 0xff, sizeof(buf));
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+				 (int)SL_WIRE_HELLO_LEN);
+		ck_assert_mem_eq(buf, want, 56);
+		ck_assert_mem_eq(buf + 56, ends[i].bytes, 4);
+		ck_assert_mem_eq(buf + 60, want + 60, 4);
+		ck_assert_uint_eq(buf[64], 0xff);
+		memset(&out, 0xee, sizeof(out));
+		ck_assert_int_eq(sl_wire_decode(guarded(buf, SL_WIRE_HELLO_LEN),
+						SL_WIRE_HELLO_LEN, &out),
+				 (int)SL_WIRE_HELLO_LEN);
+		ck_assert_uint_eq(out.u.hello.credits, ends[i].credits);
+	}
+}
+END_TEST
+
 START_TEST(test_exact_bytes_hello_nak_ack)
 {
 	uint8_t buf[SL_WIRE_HDR_MAX];
@@ -1081,8 +1211,13 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	ck_assert_uint_eq(buf[47], 0xb1);
 	ck_assert_uint_eq(buf[48], 0xc8);
 	ck_assert_uint_eq(buf[55], 0xc1);
-	for (int i = 56; i < 64; i++)
-		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_uint_eq(buf[56], 0xd4);	/* credits 0xd3d4 */
+	ck_assert_uint_eq(buf[57], 0xd3);
+	ck_assert_uint_eq(buf[58], 0);
+	ck_assert_uint_eq(buf[59], 0);
+	for (int i = 60; i < 64; i++)
+		ck_assert_uint_eq(buf[i], 0);	/* rsvd */
+	ck_assert_uint_eq(buf[64], 0xff);
 
 	f = make_frame(SL_WIRE_NAK);
 	memset(buf, 0xff, sizeof(buf));
@@ -1218,7 +1353,7 @@ START_TEST(test_bad_rsvd)
 		}
 		switch (type) {
 		case SL_WIRE_HELLO:
-			rs = 56;
+			rs = 60;	/* 56..59 are the credits */
 			re = 64;
 			break;
 		case SL_WIRE_EAGER:
@@ -1405,8 +1540,16 @@ START_TEST(test_bad_nak_seq_and_hello_node)
 		len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
 		put_le32(buf + 32, bad_nodes[i]);
 		expect_eproto(buf, len);
+		/* Valid credits: the node id is the frame's only fault. */
+		h.u.hello.credits = 1;
+		h.u.hello.node_id = 1;
+		ck_assert_int_eq(sl_wire_encode(&h, buf, sizeof(buf)),
+				 (int)SL_WIRE_HELLO_LEN);
 		h.u.hello.node_id = bad_nodes[i];
-		ck_assert_int_eq(sl_wire_encode(&h, buf, sizeof(buf)), -EINVAL);
+		expect_invalid(&h);
+		h = make_frame(SL_WIRE_HELLO);
+		h.u.hello.node_id = bad_nodes[i];
+		expect_invalid(&h);
 	}
 }
 END_TEST
@@ -1703,6 +1846,152 @@ START_TEST(test_rtr_rules)
 }
 END_TEST
 
+/*
+ * HELLO: credits 1..SL_WIRE_CREDITS_MAX (65536), rsvd (60..63) 0, node_id
+ * a real node; a control frame without payload.  Each rule both ways: the
+ * encoder refuses the frame, the decoders its bytes.
+ */
+START_TEST(test_hello_rules)
+{
+	static const uint64_t seqs[] = { 1, 1ull << 32, UINT64_MAX };
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+	size_t len;
+
+	/* Out of the window, whatever else the frame holds. */
+	for (size_t i = 0; i < N_BAD_CREDITS; i++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.credits = bad_credits[i];
+		expect_invalid(&f);
+		f.ack = UINT64_MAX;
+		f.u.hello.eager_max = UINT32_MAX;
+		f.u.hello.incarnation = UINT64_MAX;
+		f.u.hello.last_rx_seq = UINT64_MAX;
+		expect_invalid(&f);
+		memset(&f.u, 0, sizeof(f.u));
+		f.ack = 0;
+		f.u.hello.node_id = 1;
+		f.u.hello.credits = bad_credits[i];
+		expect_invalid(&f);
+	}
+	for (size_t i = 0; i < N_GOOD_CREDITS; i++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.credits = good_credits[i];
+		expect_valid(&f);
+	}
+	/* The boundaries exactly, from an otherwise empty HELLO. */
+	memset(&f, 0, sizeof(f));
+	f.type = SL_WIRE_HELLO;
+	f.u.hello.node_id = 1;
+	expect_invalid(&f);		/* credits 0 */
+	f.u.hello.credits = 1;
+	expect_valid(&f);
+	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+	expect_valid(&f);
+	f.u.hello.credits = SL_WIRE_CREDITS_MAX + 1;
+	expect_invalid(&f);
+	/* Any single bit: bits 0..16 are grants, 17..31 too many. */
+	for (int bit = 0; bit < 32; bit++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.credits = 1u << bit;
+		if (bit <= 16)
+			expect_valid(&f);
+		else
+			expect_invalid(&f);
+	}
+
+	/*
+	 * On the wire: each byte of the field on its own, every value, and
+	 * the values around both ends.  Valid exactly when 1..65536.
+	 */
+	for (int b = 0; b < 4; b++) {
+		for (uint32_t v = 0; v < 256; v++) {
+			uint32_t c = v << (8 * b);
+
+			len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+			put_le32(buf + 56, c);
+			if (spec_credits_valid(c))
+				expect_ok(buf, len);
+			else
+				expect_eproto(buf, len);
+		}
+	}
+	for (uint32_t c = SPEC_CREDITS_MAX - 300; c < SPEC_CREDITS_MAX + 300; c++) {
+		len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+		put_le32(buf + 56, c);
+		if (spec_credits_valid(c))
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+	/* A decoded grant is the field's value, not a prefix of it. */
+	for (size_t i = 0; i < N_GOOD_CREDITS; i++) {
+		len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+		put_le32(buf + 56, good_credits[i]);
+		memset(&f, 0xee, sizeof(f));
+		ck_assert_int_eq(sl_wire_decode_hdr(guarded(buf, len), len, &f),
+				 (int)SL_WIRE_HELLO_LEN);
+		ck_assert_uint_eq(f.u.hello.credits, good_credits[i]);
+		memset(&f, 0xee, sizeof(f));
+		ck_assert_int_eq(sl_wire_decode(guarded(buf, len), len, &f),
+				 (int)SL_WIRE_HELLO_LEN);
+		ck_assert_uint_eq(f.u.hello.credits, good_credits[i]);
+	}
+
+	/* rsvd (60..63): every byte, any value, whatever the grant; it is not
+	 * the high half of a 64-bit credits field. */
+	for (size_t b = 60; b < 64; b++) {
+		static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+		static const uint32_t grants[] = { 1, 0xd3d4, SPEC_CREDITS_MAX };
+
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			for (size_t g = 0; g < sizeof(grants) / sizeof(grants[0]); g++) {
+				len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+				put_le32(buf + 56, grants[g]);
+				expect_ok(buf, len);
+				buf[b] = vals[v];
+				expect_eproto(buf, len);
+			}
+		}
+	}
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	put_le32(buf + 60, UINT32_MAX);
+	expect_eproto(buf, len);
+	/* Bytes past the 64-byte header are not the HELLO's. */
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	memset(buf + len, 0xff, 16);
+	expect_ok(buf, len + 16);
+
+	/* A bad grant and a bad node: broken either way. */
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	put_le32(buf + 56, 0);
+	put_le32(buf + 32, SL_NODE_LOCAL);
+	expect_eproto(buf, len);
+	f = make_frame(SL_WIRE_HELLO);
+	f.u.hello.credits = 0;
+	f.u.hello.node_id = SL_NODE_ANY;
+	expect_invalid(&f);
+
+	/* A control frame: no payload, no seq, with a good grant or not. */
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.seq = seqs[i];
+		expect_invalid(&f);
+		f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+		expect_invalid(&f);
+		f.u.hello.credits = 0;
+		expect_invalid(&f);
+	}
+	f = make_frame(SL_WIRE_HELLO);
+	f.payload_len = 1;
+	expect_invalid(&f);
+	f.u.hello.credits = 1;
+	expect_invalid(&f);
+	f.payload_len = SL_WIRE_PAYLOAD_MAX;
+	expect_invalid(&f);
+}
+END_TEST
+
 /* FIN: recv_id not 0, status 0 or a NAK/error; control, no payload. */
 START_TEST(test_fin_rules)
 {
@@ -1990,6 +2279,14 @@ START_TEST(test_fuzz_garbage)
 	/* Per type byte: headers accepted, and rejected at the type's own
 	 * fields (full header present, version and type fine). */
 	long ok_type[256] = { 0 }, bad_type[256] = { 0 };
+	/* HELLO credit grants at the window's ends, and on either side. */
+	static const uint32_t credit_edges[] = {
+		0, 1, 2, SPEC_CREDITS_MAX - 1, SPEC_CREDITS_MAX,
+		SPEC_CREDITS_MAX + 1, 0x0001ffffu, UINT32_MAX,
+	};
+	/* Whole HELLOs accepted with a grant of 1 and of 65536, and rejected
+	 * for their grant alone. */
+	long hello_min_ok = 0, hello_max_ok = 0, hello_credits_bad = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
 	for (long it = 0; it < FUZZ_ITERS; it++) {
@@ -2015,6 +2312,11 @@ START_TEST(test_fuzz_garbage)
 
 			encode_valid(type, buf, sizeof(buf));
 			put_le32(buf + 8, pl);
+			/* Random bytes seldom land on the credit window's
+			 * ends: put them there, for the mutations to move. */
+			if (type == SL_WIRE_HELLO && (rng() & 1))
+				put_le32(buf + 56, credit_edges[rng() % (sizeof(credit_edges) /
+									 sizeof(credit_edges[0]))]);
 			for (size_t i = SL_WIRE_HDR_MAX; i < sizeof(buf); i++)
 				buf[i] = (uint8_t)rng();
 			for (int m = 0; m < nmut; m++) {
@@ -2076,6 +2378,26 @@ START_TEST(test_fuzz_garbage)
 		}
 		if (ref_prefix_bad(g, len < 2 ? len : 2))
 			HOT_ASSERT(rh == -EPROTO, "iter %ld", it);
+		if (rh > 0 && f.type == SL_WIRE_HELLO) {
+			HOT_ASSERT(spec_credits_valid(f.u.hello.credits), "iter %ld", it);
+			HOT_ASSERT(f.u.hello.credits == get_le(g + 56, 4), "iter %ld", it);
+			hello_min_ok += f.u.hello.credits == 1;
+			hello_max_ok += f.u.hello.credits == SPEC_CREDITS_MAX;
+		}
+		if (hl == SL_WIRE_HELLO_LEN && len >= hl && g[1] == SL_WIRE_HELLO &&
+		    !spec_credits_valid(get_le(g + 56, 4))) {
+			uint8_t fixed[SL_WIRE_HELLO_LEN];
+
+			/* Bad for its grant alone: the same bytes with a
+			 * grant of 1 pass. */
+			memcpy(fixed, g, sizeof(fixed));
+			put_le32(fixed + 56, 1);
+			if (!ref_prefix_bad(fixed, sizeof(fixed))) {
+				hello_credits_bad++;
+				HOT_ASSERT(rh == -EPROTO, "iter %ld: credits %u", it,
+					   (unsigned)get_le(g + 56, 4));
+			}
+		}
 
 		rd = sl_wire_decode(g, len, &f2);
 		if (rd > 0) {
@@ -2104,6 +2426,10 @@ START_TEST(test_fuzz_garbage)
 				      "type %u: %ld rejected", all_types[t],
 				      bad_type[all_types[t]]);
 	}
+	ck_assert_msg(hello_min_ok > 100, "%ld HELLOs with credits 1", hello_min_ok);
+	ck_assert_msg(hello_max_ok > 100, "%ld HELLOs with credits 65536", hello_max_ok);
+	ck_assert_msg(hello_credits_bad > 100, "%ld HELLOs bad for their credits",
+		      hello_credits_bad);
 }
 END_TEST
 
@@ -2209,12 +2535,14 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, test_round_trip, 0, (int)N_TYPES);
 	tcase_add_test(tc, test_round_trip_extremes);
 	tcase_add_test(tc, test_round_trip_extremes_rndv);
+	tcase_add_test(tc, test_round_trip_extremes_hello);
 	tcase_add_test(tc, test_exact_bytes_eager);
 	tcase_add_test(tc, test_exact_bytes_rts);
 	tcase_add_test(tc, test_exact_bytes_rtr);
 	tcase_add_test(tc, test_exact_bytes_fin);
 	tcase_add_test(tc, test_exact_bytes_write);
 	tcase_add_test(tc, test_exact_bytes_done);
+	tcase_add_test(tc, test_exact_bytes_hello);
 	tcase_add_test(tc, test_exact_bytes_hello_nak_ack);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_bad_type);
@@ -2225,6 +2553,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_bad_seq);
 	tcase_add_test(tc, test_bad_nak_status);
 	tcase_add_test(tc, test_bad_nak_seq_and_hello_node);
+	tcase_add_test(tc, test_hello_rules);
 	tcase_add_test(tc, test_rts_rules);
 	tcase_add_test(tc, test_rtr_rules);
 	tcase_add_test(tc, test_fin_rules);
