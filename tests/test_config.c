@@ -61,6 +61,10 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->max_queues != b->max_queues ||
 	    a->unexpected_max_bytes != b->unexpected_max_bytes ||
 	    a->sq_depth != b->sq_depth || a->max_mr != b->max_mr ||
+	    a->eager_credits != b->eager_credits || a->link_backlog_max != b->link_backlog_max ||
+	    a->client_max_queues != b->client_max_queues ||
+	    a->client_max_arena_bytes != b->client_max_arena_bytes ||
+	    a->client_max_inflight != b->client_max_inflight ||
 	    a->rcache_chunk_bytes != b->rcache_chunk_bytes ||
 	    a->rcache_max_regions != b->rcache_max_regions ||
 	    a->rcache_max_bytes != b->rcache_max_bytes ||
@@ -267,6 +271,26 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [limits] max_queues: 65537 is out of range (allowed: 1..65536)" },
 	{ "max_queues takes no suffix", "[limits]\nmax_queues = 1K\n", -EINVAL,
 	  ":2: [limits] max_queues: '1K' is not a number (allowed: 1..65536)" },
+	{ "eager_credits 0", "[transport]\neager_credits = 0\n", -EINVAL,
+	  ":2: [transport] eager_credits: 0 is out of range (allowed: 1..65536)" },
+	{ "eager_credits 65537", "[transport]\neager_credits = 65537\n", -EINVAL,
+	  ":2: [transport] eager_credits: 65537 is out of range (allowed: 1..65536)" },
+	{ "link_backlog_max 0", "[limits]\nlink_backlog_max = 0\n", -EINVAL,
+	  ":2: [limits] link_backlog_max: 0 is out of range (allowed: 1..1048576)" },
+	{ "link_backlog_max 1048577", "[limits]\nlink_backlog_max = 1048577\n", -EINVAL,
+	  ":2: [limits] link_backlog_max: 1048577 is out of range (allowed: 1..1048576)" },
+	{ "client_max_queues 0", "[limits]\nclient_max_queues = 0\n", -EINVAL,
+	  ":2: [limits] client_max_queues: 0 is out of range (allowed: 1..65536)" },
+	{ "client_max_queues 65537", "[limits]\nclient_max_queues = 65537\n", -EINVAL,
+	  ":2: [limits] client_max_queues: 65537 is out of range (allowed: 1..65536)" },
+	{ "client_max_arena_bytes 1023K", "[limits]\nclient_max_arena_bytes = 1023K\n", -EINVAL,
+	  ":2: [limits] client_max_arena_bytes: 1023K is out of range (allowed: 1M..1024G bytes)" },
+	{ "client_max_arena_bytes 1025G", "[limits]\nclient_max_arena_bytes = 1025G\n", -EINVAL,
+	  ":2: [limits] client_max_arena_bytes: 1025G is out of range (allowed: 1M..1024G bytes)" },
+	{ "client_max_inflight 0", "[limits]\nclient_max_inflight = 0\n", -EINVAL,
+	  ":2: [limits] client_max_inflight: 0 is out of range (allowed: 1..16777216)" },
+	{ "client_max_inflight 16777217", "[limits]\nclient_max_inflight = 16777217\n", -EINVAL,
+	  ":2: [limits] client_max_inflight: 16777217 is out of range (allowed: 1..16777216)" },
 	{ "unexpected_max_bytes one below 64K", "[limits]\nunexpected_max_bytes = 65535\n", -EINVAL,
 	  ":2: [limits] unexpected_max_bytes: 65535 is out of range (allowed: 64K..64G bytes)" },
 	{ "unexpected_max_bytes 63K too small", "[limits]\nunexpected_max_bytes = 63K\n", -EINVAL,
@@ -493,6 +517,11 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.sq_depth, 1024);
 	ck_assert_uint_eq(c.max_mr, 65536);
+	ck_assert_uint_eq(c.eager_credits, 256);
+	ck_assert_uint_eq(c.link_backlog_max, 4096);
+	ck_assert_uint_eq(c.client_max_queues, 256);
+	ck_assert_uint_eq(c.client_max_arena_bytes, 64ull << 30);
+	ck_assert_uint_eq(c.client_max_inflight, 65536);
 	ck_assert_uint_eq(c.rcache_chunk_bytes, 2ull << 20);
 	ck_assert_uint_eq(c.rcache_max_regions, 1024);
 	ck_assert_uint_eq(c.rcache_max_bytes, 4ull << 30);
@@ -684,6 +713,25 @@ START_TEST(bounds_accepted_new_keys)
 	ck_assert_uint_eq(c.fault_post_enomem_every, 1000000);
 	ck_assert_uint_eq(c.fault_reg_fail_after, 4294967295ull);
 	ck_assert_uint_eq(c.fault_delay_completions_us, 10000000);
+
+	/* The back-pressure bounds at both ends. */
+	ck_assert_int_eq(load_text("[transport]\neager_credits = 1\n[limits]\nlink_backlog_max = 1\n"
+				   "client_max_queues = 1\nclient_max_arena_bytes = 1M\n"
+				   "client_max_inflight = 1\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.eager_credits, 1);
+	ck_assert_uint_eq(c.link_backlog_max, 1);
+	ck_assert_uint_eq(c.client_max_queues, 1);
+	ck_assert_uint_eq(c.client_max_arena_bytes, 1ull << 20);
+	ck_assert_uint_eq(c.client_max_inflight, 1);
+	ck_assert_int_eq(load_text("[transport]\neager_credits = 65536\n[limits]\n"
+				   "link_backlog_max = 1048576\nclient_max_queues = 65536\n"
+				   "client_max_arena_bytes = 1024G\nclient_max_inflight = 16777216\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.eager_credits, 65536);
+	ck_assert_uint_eq(c.link_backlog_max, 1048576);
+	ck_assert_uint_eq(c.client_max_queues, 65536);
+	ck_assert_uint_eq(c.client_max_arena_bytes, 1ull << 40);
+	ck_assert_uint_eq(c.client_max_inflight, 16777216);
 
 	/* Byte keys in plain bytes, and in the other suffixes. */
 	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 1073741824\nmax_bytes = 1099511627776\n",
