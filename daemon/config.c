@@ -49,6 +49,9 @@
 #define F_ENOMEM_MAX     1000000
 #define F_REG_MAX        4294967295ull
 #define F_DELAY_US_MAX   10000000	/* ten seconds */
+#define SOCKBUF_MIN      (1 * KIB)
+#define SOCKBUF_MAX      (64 * MIB)
+#define ALLOWED_SOCKBUF  "0, or 1K..64M bytes"
 #define CREDITS_MAX      SL_WIRE_CREDITS_MAX	/* the HELLO carries it */
 #define BACKLOG_MAX      1048576
 #define CLIENT_ARENA_MAX (1024 * GIB)	/* 1 TiB */
@@ -288,7 +291,7 @@ bool config_name_valid(const char *name)
 
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
-	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS,
+	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
 	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
 	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
@@ -310,6 +313,7 @@ static const struct {
 	[K_SQ_DEPTH]    = { "transport", "sq_depth" },
 	[K_MAX_MR]      = { "transport", "max_mr" },
 	[K_CREDITS]     = { "transport", "eager_credits" },
+	[K_SOCKBUF]     = { "transport", "socket_buffer" },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
 	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
@@ -332,7 +336,7 @@ static const struct {
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
-	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits" },
+	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
 		    "client_max_queues, client_max_arena_bytes, client_max_inflight" },
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
@@ -543,6 +547,15 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->max_queues);
 	case K_CREDITS:
 		return set_num32(st, sec, name, value, 1, CREDITS_MAX, &c->eager_credits);
+	case K_SOCKBUF:
+		rc = set_bytes(st, sec, name, value, 0, SOCKBUF_MAX, ALLOWED_SOCKBUF, &v);
+		if (!rc)
+			return rc;
+		if (v && v < SOCKBUF_MIN)
+			return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %s)",
+				    sec, name, value, ALLOWED_SOCKBUF);
+		c->socket_buffer = (uint32_t)v;
+		return 1;
 	case K_BACKLOG_MAX:
 		return set_num32(st, sec, name, value, 1, BACKLOG_MAX, &c->link_backlog_max);
 	case K_CLIENT_QUEUES:

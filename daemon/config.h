@@ -22,7 +22,10 @@
  *               messages and RTS) a peer may have sent us that we have
  *               not acknowledged yet; told to the peer in HELLO, which
  *               keeps further ones in its backlog until our ACKs return
- *               the credits
+ *               the credits;
+ *               socket_buffer = BYTES, 0 or 1 KiB..64 MiB [0 = the
+ *               kernel's]: SO_SNDBUF and SO_RCVBUF of the tcp transport's
+ *               sockets (small values test full sockets)
  *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
  *               max_queues = N, 1..65536 [1024];
  *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
@@ -108,6 +111,7 @@ struct config {
 	uint32_t sq_depth;	/* frames per connection send queue */
 	uint32_t max_mr;	/* tcp transport's MR table entries */
 	uint32_t eager_credits;	/* data frames a peer may have unacknowledged */
+	uint32_t socket_buffer;	/* tcp SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */

@@ -255,6 +255,7 @@ int main(int argc, char **argv)
 		struct xport_params xp = {
 			.sq_depth = d->cfg.sq_depth,
 			.max_mr = d->cfg.max_mr,
+			.socket_buffer = d->cfg.socket_buffer,
 			.faults = {
 				.post_enomem_every = d->cfg.fault_post_enomem_every,
 				.reg_fail_after = d->cfg.fault_reg_fail_after,

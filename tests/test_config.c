@@ -62,6 +62,7 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->unexpected_max_bytes != b->unexpected_max_bytes ||
 	    a->sq_depth != b->sq_depth || a->max_mr != b->max_mr ||
 	    a->eager_credits != b->eager_credits || a->link_backlog_max != b->link_backlog_max ||
+	    a->socket_buffer != b->socket_buffer ||
 	    a->client_max_queues != b->client_max_queues ||
 	    a->client_max_arena_bytes != b->client_max_arena_bytes ||
 	    a->client_max_inflight != b->client_max_inflight ||
@@ -128,7 +129,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
 	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits)" },
+	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
 	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
@@ -271,6 +272,10 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [limits] max_queues: 65537 is out of range (allowed: 1..65536)" },
 	{ "max_queues takes no suffix", "[limits]\nmax_queues = 1K\n", -EINVAL,
 	  ":2: [limits] max_queues: '1K' is not a number (allowed: 1..65536)" },
+	{ "socket_buffer 1023", "[transport]\nsocket_buffer = 1023\n", -EINVAL,
+	  ":2: [transport] socket_buffer: 1023 is out of range (allowed: 0, or 1K..64M bytes)" },
+	{ "socket_buffer 65M", "[transport]\nsocket_buffer = 65M\n", -EINVAL,
+	  ":2: [transport] socket_buffer: 65M is out of range (allowed: 0, or 1K..64M bytes)" },
 	{ "eager_credits 0", "[transport]\neager_credits = 0\n", -EINVAL,
 	  ":2: [transport] eager_credits: 0 is out of range (allowed: 1..65536)" },
 	{ "eager_credits 65537", "[transport]\neager_credits = 65537\n", -EINVAL,
@@ -518,6 +523,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.sq_depth, 1024);
 	ck_assert_uint_eq(c.max_mr, 65536);
 	ck_assert_uint_eq(c.eager_credits, 256);
+	ck_assert_uint_eq(c.socket_buffer, 0);
 	ck_assert_uint_eq(c.link_backlog_max, 4096);
 	ck_assert_uint_eq(c.client_max_queues, 256);
 	ck_assert_uint_eq(c.client_max_arena_bytes, 64ull << 30);
@@ -719,6 +725,15 @@ START_TEST(bounds_accepted_new_keys)
 				   "client_max_queues = 1\nclient_max_arena_bytes = 1M\n"
 				   "client_max_inflight = 1\n", &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.eager_credits, 1);
+	ck_assert_int_eq(load_text("[transport]\nsocket_buffer = 1K\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.socket_buffer, 1024);
+	ck_assert_int_eq(load_text("[transport]\nsocket_buffer = 64M\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.socket_buffer, 64u << 20);
+	ck_assert_int_eq(load_text("[transport]\nsocket_buffer = 0\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.socket_buffer, 0);
+	ck_assert_int_eq(load_text("[transport]\neager_credits = 1\n[limits]\nlink_backlog_max = 1\n"
+				   "client_max_queues = 1\nclient_max_arena_bytes = 1M\n"
+				   "client_max_inflight = 1\n", &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.link_backlog_max, 1);
 	ck_assert_uint_eq(c.client_max_queues, 1);
 	ck_assert_uint_eq(c.client_max_arena_bytes, 1ull << 20);

@@ -138,14 +138,19 @@ static void conn_put(struct xport_conn *c)
 	}
 }
 
-static void set_sockopts(int fd)
+static void set_sockopts(const struct tcp_xport *x, int fd)
 {
-	int one = 1;
+	int one = 1, buf = (int)x->base.params.socket_buffer;
 
 	/* Latency matters more than segment count; frames are batched by
 	 * writev() already. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		log_warn("tcp: TCP_NODELAY: %m");
+	/* Small buffers are for tests of a full socket (libfabric issue
+	 * 5897); the kernel doubles the value and has a floor. */
+	if (buf && (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0))
+		log_warn("tcp: socket buffers of %d bytes: %m", buf);
 }
 
 static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state st)
@@ -848,7 +853,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				log_warn("tcp: accept: %m");
 			return;
 		}
-		set_sockopts(fd);
+		set_sockopts(x, fd);
 		c = conn_new(x, fd, TCP_UP);
 		if (!c) {
 			log_warn("tcp: out of memory for a connection");
@@ -914,7 +919,7 @@ static int tcp_connect(struct xport *xb, const char *host, uint16_t port, void *
 		rc = -errno;
 		goto err_free;
 	}
-	set_sockopts(fd);
+	set_sockopts(x, fd);
 	c = conn_new(x, fd, TCP_CONNECTING);
 	if (!c) {
 		rc = -ENOMEM;

@@ -95,6 +95,7 @@ struct xport_faults {
 struct xport_params {
 	uint32_t sq_depth;		/* WRs per connection SQ */
 	uint32_t max_mr;		/* live registrations */
+	uint32_t socket_buffer;		/* tcp: SO_SNDBUF/SO_RCVBUF bytes, 0 = kernel's */
 	struct xport_faults faults;
 };
 
