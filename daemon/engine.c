@@ -69,6 +69,23 @@ int engine_validate(const struct queue *q, const struct sl_sqe *sqe)
 	}
 }
 
+/*
+ * A message from @src with @tag met receive @r of @q.  A rendezvous that
+ * holds an earlier-posted receive which would have taken this message too
+ * has now been overtaken: should it fail, its receive may not go back to
+ * its place, or a later message (from this source, or from any source for
+ * a wildcard receive) would land before this one in post order (link.c,
+ * rndv_recv_giveback).
+ */
+static void note_match(struct queue *q, sl_addr_t src, uint64_t tag, const struct match_recv *r)
+{
+	struct rndv_recv *rr;
+
+	TAILQ_FOREACH(rr, &q->claims, qlink)
+		if (rr->r->post_seq < r->post_seq && match_accepts(rr->r, src, tag))
+			rr->overtaken = true;
+}
+
 /* Copy a matched message into a posted receive and complete it. */
 static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t src,
 			  uint64_t tag, const void *data, uint64_t len)
@@ -137,6 +154,7 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 		return SL_ERR_NO_ENDPOINT;
 	r = match_arrival(&dq->mq, src, tag);
 	if (r) {
+		note_match(dq, src, tag, r);
 		complete_recv(dq, r, src, tag, data, len);
 		free(r);
 		return SL_OK;
@@ -165,6 +183,7 @@ int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint6
 	d->ctr.remote_msgs_rx++;
 	r = match_arrival(&dq->mq, src, tag);
 	if (r) {
+		note_match(dq, src, tag, r);
 		if (!link_rndv_recv_start(d, dq, r, src, tag, msg_len, send_id))
 			engine_repost(dq, r);	/* the sender was told */
 		return SL_OK;
@@ -200,6 +219,7 @@ static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m
 	struct rndv_src *rs = m->rndv;
 	bool taken = true;
 
+	note_match(q, m->src, m->tag, r);
 	if (!rs) {
 		complete_recv(q, r, m->src, m->tag, m->data, m->len);
 		free(r);
@@ -337,6 +357,7 @@ static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t 
 		return SL_ERR_NO_ENDPOINT;
 	r = match_arrival(&dq->mq, src, sqe->tag);
 	if (r) {
+		note_match(dq, src, sqe->tag, r);
 		local_rndv_copy(dq, r, q, sqe->addr, src, dst, sqe->tag, sqe->len, sqe->user_ctx);
 		free(r);
 		return -EINPROGRESS;	/* completed */

@@ -725,6 +725,7 @@ static void rndv_recv_free(struct rndv_recv *rr)
 
 	TAILQ_REMOVE(&l->rndv_rx, rr, link);
 	l->n_rndv_rx--;
+	TAILQ_REMOVE(&rr->q->claims, rr, qlink);
 	if (rr->reg_waiting)
 		rcache_cancel(l->d->rc, &rr->req);
 	if (rr->mr)
@@ -748,17 +749,39 @@ static void rndv_recv_complete(struct rndv_recv *rr)
 	free(r);
 }
 
-/* The rendezvous failed before any data: the receive goes back to its
- * place, as if the message had never matched it. */
-static void rndv_recv_giveback(struct rndv_recv *rr)
+/*
+ * The rendezvous failed before any data moved.  The receive goes back to
+ * its place, as if the message had never matched it, unless a message it
+ * would also have taken has met a later-posted receive meanwhile: then
+ * going back would let a still later message from that source land before
+ * that one in post order (MPI's non-overtaking rule), so the receive
+ * completes with @status instead, its buffer untouched.
+ */
+static void rndv_recv_giveback(struct rndv_recv *rr, int status)
 {
 	struct queue *q = rr->q;
 	struct match_recv *r = rr->r;
+	bool overtaken = rr->overtaken;
 
 	queue_get(q);
+	if (overtaken) {
+		rr->l->rndv_rx_failed++;
+		engine_complete(q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
+				status);
+	}
 	rndv_recv_free(rr);
-	engine_repost(q, r);
+	if (overtaken)
+		free(r);
+	else
+		engine_repost(q, r);
 	queue_put(q);
+}
+
+/* The status a receive given back completes with, from the reason. */
+static int giveback_status(uint32_t fin_status)
+{
+	/* The sender's queue closed: for the receiver, its source is gone. */
+	return fin_status == SL_ERR_CANCELED ? SL_ERR_NO_ENDPOINT : (int)fin_status;
 }
 
 static void rndv_send_rtr(struct rndv_recv *rr)
@@ -776,8 +799,10 @@ static void recv_reg_done(void *arg, int err, const struct rcache_mr *mr)
 
 	rr->reg_waiting = false;
 	if (err) {
-		queue_rtr(rr->l, rr->send_id, 0, 0, 0, 0, (uint32_t)rcache_status(err, true));
-		rndv_recv_giveback(rr);
+		int status = rcache_status(err, true);
+
+		queue_rtr(rr->l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
+		rndv_recv_giveback(rr, status);
 		return;
 	}
 	rr->mr = mr;
@@ -821,6 +846,7 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 	queue_get(q);
 	TAILQ_INSERT_TAIL(&l->rndv_rx, rr, link);
 	l->n_rndv_rx++;
+	TAILQ_INSERT_TAIL(&q->claims, rr, qlink);
 	if (rr->wlen == 0) {
 		rndv_send_rtr(rr);
 		return true;
@@ -853,7 +879,7 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 	if (status == SL_OK)
 		rndv_recv_complete(rr);
 	else
-		rndv_recv_giveback(rr);
+		rndv_recv_giveback(rr, giveback_status(status));
 	daemon_kick(l->d);
 	return 0;
 }
@@ -893,7 +919,7 @@ static void fail_rndv_rx(struct link *l)
 
 	engine_drop_rndv_from(l->d, l->node_id);
 	while ((rr = TAILQ_FIRST(&l->rndv_rx)))
-		rndv_recv_giveback(rr);
+		rndv_recv_giveback(rr, SL_ERR_PEER_DOWN);
 }
 
 /* ---- connection management ---- */

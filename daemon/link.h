@@ -46,6 +46,7 @@
 
 #include "config.h"
 #include "match.h"
+#include "queue.h"
 #include "rcache.h"
 #include "sluice.h"
 #include "xport/xport.h"
@@ -114,6 +115,7 @@ TAILQ_HEAD(link_frame_list, link_frame);
  * place (write-with-immediate or FIN) or the rendezvous fails. */
 struct rndv_recv {
 	TAILQ_ENTRY(rndv_recv) link;	/* link->rndv_rx */
+	TAILQ_ENTRY(rndv_recv) qlink;	/* q->claims */
 	struct link *l;
 	struct queue *q;		/* holds a reference */
 	struct match_recv *r;		/* the matched receive, unlinked */
@@ -125,10 +127,13 @@ struct rndv_recv {
 	uint32_t recv_id;		/* ours, the write's immediate */
 	bool reg_waiting;
 	bool rtr_sent;
+	/* A message this receive would also have taken met a later-posted
+	 * receive: if this rendezvous fails, its receive cannot go back to
+	 * its place without breaking the order, so it completes instead. */
+	bool overtaken;
 	const struct rcache_mr *mr;
 	struct rcache_req req;
 };
-TAILQ_HEAD(rndv_recv_list, rndv_recv);
 
 struct link {
 	struct daemon *d;
@@ -175,6 +180,7 @@ struct link {
 	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
 	uint64_t ctl_deferred;		/* control frames that had to wait */
 	uint64_t rndv_tx_done, rndv_rx_done, writes_tx;
+	uint64_t rndv_rx_failed;	/* receives completed with an error */
 };
 
 /* Bytes per RDMA write WR of a rendezvous. */

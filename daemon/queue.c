@@ -161,6 +161,7 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 	q->refs = 1;
 	q->uid = s->uid;
 	match_init(&q->mq);
+	TAILQ_INIT(&q->claims);
 
 	rc = port_bind(d, q, port, s->uid);
 	if (rc)

@@ -22,7 +22,10 @@
 #include "sl_ring.h"
 
 struct daemon;
+struct rndv_recv;
 struct session;
+
+TAILQ_HEAD(rndv_recv_list, rndv_recv);
 
 struct queue {
 	struct daemon *d;
@@ -53,6 +56,8 @@ struct queue {
 	ev_io sq_w;
 
 	struct match_queues mq;
+	/* Receives held by rendezvous under way (struct rndv_recv qlink). */
+	struct rndv_recv_list claims;
 
 	/* Counters for sluicectl. */
 	uint64_t sqes, cqes;

@@ -107,6 +107,7 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.writes_tx %llu\n", n, (unsigned long long)l->writes_tx);
 		fprintf(f, "link.%s.rndv_tx_done %llu\n", n, (unsigned long long)l->rndv_tx_done);
 		fprintf(f, "link.%s.rndv_rx_done %llu\n", n, (unsigned long long)l->rndv_rx_done);
+		fprintf(f, "link.%s.rndv_rx_failed %llu\n", n, (unsigned long long)l->rndv_rx_failed);
 	}
 }
 

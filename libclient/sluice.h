@@ -302,7 +302,16 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  *
  * Completes SL_OK, or SL_ERR_TRUNCATED when the message was longer than
  * @capacity (the first @capacity bytes are written and the CQE's len is the
- * full length), or SL_ERR_CANCELED when the queue is closed.
+ * full length), or SL_ERR_CANCELED when the queue is closed.  A receive
+ * that met a large (rendezvous) message which then could not be moved
+ * stays posted in its place, as if nothing had matched it, unless a
+ * message it would also have taken has meanwhile met a receive posted
+ * after it: then, so that one source's messages still meet the receives
+ * in send order (MPI's non-overtaking rule), it completes with the
+ * failure, its buffer untouched, and may be posted again: SL_NAK_BUSY (no
+ * registration in time, at either end), SL_ERR_PEER_DOWN (the link
+ * broke), SL_ERR_NO_ENDPOINT (the sender's queue closed).  peer, tag and
+ * len then describe the message that failed.
  * Returns as sl_send().  Owner thread of @q only.
  */
 int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,

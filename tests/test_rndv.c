@@ -2421,6 +2421,88 @@ START_TEST(max_mr_bounds_registrations)
 }
 END_TEST
 
+/*
+ * A rendezvous that fails after its RTS matched (here: the sender cannot
+ * register, so a FIN gives the receive back) must not break the order in
+ * which one source's messages meet the receives.  A1 sends m1 (1 MiB, it
+ * will fail), m2 and m3 (64 B) to B1's receives R1, R2, R3: m2 and m3
+ * have already met R2 and R3 when m1 fails, so R1 cannot go back to its
+ * place (a later m4 would land before m2 in post order).  It completes
+ * instead, SL_NAK_BUSY, buffer untouched; sluice-stress found the old
+ * silent misorder.
+ */
+START_TEST(failed_rndv_keeps_order)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { "[fault]\nreg_fail_after = 0\n", NULL };
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qb;
+	struct sl_cqe c[4];
+	uint8_t *big, *small, *r[4];
+	unsigned i, got_ok = 0;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, 7301, 64, &qa), 0);
+	H_EQ(sl_queue_open(cb, 7302, 64, &qb), 0);
+	big = sl_alloc(qa, 1u << 20);
+	small = sl_alloc(qa, 3 * 64);
+	H_ASSERT(big && small, "sl_alloc");
+	for (i = 0; i < 4; i++) {
+		r[i] = sl_alloc(qb, 1u << 20);
+		H_ASSERT(r[i], "sl_alloc");
+		memset(r[i], 0xee, 1u << 20);
+	}
+	for (i = 0; i < 3; i++)
+		H_EQ(sl_recv(qb, sl_queue_addr(qa), 5, ~0ull, r[i], 1u << 20, 10 + i), 0);
+	h_sleep_ms(20);
+	msg_fill(big, 1u << 20, 1, 1, 5);
+	for (i = 0; i < 3; i++)
+		memset(small + i * 64, (int)(2 + i), 64);
+	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, big, 1u << 20, 1), 0);
+	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, small, 64, 2), 0);
+	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, small + 64, 64, 3), 0);
+	wait_cqes(qa, c, 3, 5000);
+	for (i = 0; i < 3; i++) {
+		if (c[i].user_ctx == 1)
+			H_ASSERT(c[i].status == SL_NAK_BUSY, "m1: %s", sl_strerror(c[i].status));
+		else
+			H_ASSERT(c[i].status == SL_OK, "m%llu: %s",
+				 (unsigned long long)c[i].user_ctx, sl_strerror(c[i].status));
+	}
+	/* m4, sent after m1 failed: it must not land in R1. */
+	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, small + 128, 64, 4), 0);
+	wait_cqes(qa, c, 1, 5000);
+	H_EQ(c[0].status, SL_OK);
+	H_EQ(sl_recv(qb, sl_queue_addr(qa), 5, ~0ull, r[3], 1u << 20, 13), 0);
+	wait_cqes(qb, c, 4, 5000);
+	for (i = 0; i < 4; i++) {
+		unsigned k = (unsigned)c[i].user_ctx - 10;
+
+		H_ASSERT(k < 4, "receive ctx %llu", (unsigned long long)c[i].user_ctx);
+		if (k == 0) {
+			/* R1 met m1, which failed after m2 and m3 had met R2, R3. */
+			H_ASSERT(c[i].status == SL_NAK_BUSY, "R1: %s len %llu",
+				 sl_strerror(c[i].status), (unsigned long long)c[i].len);
+			H_ASSERT(r[0][0] == 0xee && r[0][(1u << 20) - 1] == 0xee, "R1 written");
+			continue;
+		}
+		/* R2, R3, R4 get m2, m3, m4: post order is send order. */
+		H_ASSERT(c[i].status == SL_OK && c[i].len == 64 && r[k][0] == 1 + k &&
+			 r[k][63] == 1 + k, "R%u: %s len %llu holds m%u", k + 1,
+			 sl_strerror(c[i].status), (unsigned long long)c[i].len, r[k][0]);
+		got_ok++;
+	}
+	H_EQ(got_ok, 3);
+	expect_no_cqe(qb, 20);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Fairness between queued sends and RDMA writes                        */
 /* ------------------------------------------------------------------ */
@@ -2539,6 +2621,7 @@ static Suite *rndv_suite(void)
 	tc = tcase(s, "c01_deferred_rtr", 120);
 	tcase_add_test(tc, c01_deferred_rtr);
 	tcase_add_test(tc, c01_fin_after_reg_failure);
+	tcase_add_test(tc, failed_rndv_keeps_order);
 	tc = tcase(s, "c04_sq_burst", 120);
 	tcase_add_test(tc, c04_sq_burst);
 	tc = tcase(s, "c08_reset_during_rndv", 120);
