@@ -883,6 +883,11 @@ static int tcp_listen(struct xport *xb, const char *host, uint16_t port)
 			rc = -errno;
 			continue;
 		}
+		/* Buffer sizes must be set before listen(): an accepted
+		 * socket inherits them, and its window scale is fixed in the
+		 * handshake (tcp(7)); set later, a small buffer stalled each
+		 * burst until a 200 ms window probe. */
+		set_sockopts(x, fd);
 		if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 		    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
 			rc = -errno;
