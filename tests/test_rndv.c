@@ -2461,9 +2461,15 @@ START_TEST(failed_rndv_keeps_order)
 	msg_fill(big, 1u << 20, 1, 1, 5);
 	for (i = 0; i < 3; i++)
 		memset(small + i * 64, (int)(2 + i), 64);
+	/* B reads RTS1, m2 and m3 in one go, so that m2 and m3 meet R2 and
+	 * R3 while R1 is claimed, before A can even see the RTR: stopped,
+	 * B lets them pile up in its socket. */
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
 	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, big, 1u << 20, 1), 0);
 	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, small, 64, 2), 0);
 	H_EQ(sl_send(qa, sl_queue_addr(qb), 5, small + 64, 64, 3), 0);
+	h_sleep_ms(100);
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
 	wait_cqes(qa, c, 3, 5000);
 	for (i = 0; i < 3; i++) {
 		if (c[i].user_ctx == 1)
