@@ -764,6 +764,8 @@ static void rndv_recv_giveback(struct rndv_recv *rr, int status)
 	bool overtaken = rr->overtaken;
 
 	queue_get(q);
+	if (q->d->stopping)
+		status = SL_ERR_CANCELED;	/* whatever failed, we are going */
 	if (overtaken) {
 		rr->l->rndv_rx_failed++;
 		engine_complete(q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
