@@ -252,6 +252,17 @@ void engine_repost(struct queue *q, struct match_recv *r)
 			return;
 }
 
+/* A local rendezvous send waiting unexpected at @q will never match: its
+ * descriptor completes with @status and its queue reference goes. */
+static void local_rndv_fail(struct queue *q, const struct match_msg *m, int status)
+{
+	struct rndv_src *rs = m->rndv;
+
+	engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag,
+			m->len, rs->user_ctx, status);
+	queue_put(rs->q);
+}
+
 void engine_drop_unexpected(struct queue *q, struct match_msg *m)
 {
 	struct daemon *d = q->d;
@@ -259,9 +270,7 @@ void engine_drop_unexpected(struct queue *q, struct match_msg *m)
 	int status = d->stopping ? SL_ERR_CANCELED : SL_ERR_NO_ENDPOINT;
 
 	if (rs && rs->q) {
-		engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ d->cfg.node_id, q->port }, m->tag,
-				m->len, rs->user_ctx, status);
-		queue_put(rs->q);
+		local_rndv_fail(q, m, status);
 	} else if (rs && !d->stopping) {
 		link_rndv_refuse(d, m->src.node, rs->send_id, (uint32_t)status);
 	}
@@ -284,11 +293,8 @@ static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_ms
 			if (!rs || !drop(m, arg))
 				continue;
 			match_remove_unexpected(&q->mq, m);
-			if (rs->q) {
-				engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ d->cfg.node_id, q->port },
-						m->tag, m->len, rs->user_ctx, status);
-				queue_put(rs->q);
-			}
+			if (rs->q)
+				local_rndv_fail(q, m, status);
 			free(m);
 		}
 	}

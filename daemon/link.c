@@ -28,7 +28,7 @@
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
 #define LINK_POST_RETRY 1e-3	/* seconds: a refused post with nothing in flight */
 
-static const char *state_name(enum link_state s)
+const char *link_state_name(enum link_state s)
 {
 	switch (s) {
 	case LINK_DOWN: return "down";
@@ -239,11 +239,12 @@ static bool ack_due(const struct link *l, bool force)
 	       ev_time() - l->ack_pending_since >= LINK_ACK_DELAY;
 }
 
-/* Data frames the peer still lets us send before its ACKs return credit. */
-static uint64_t credits_left(const struct link *l)
+uint64_t link_credits_left(const struct link *l)
 {
 	uint64_t used = l->tx_seq - l->ack_rx;
 
+	if (l->state != LINK_UP)
+		return 0;
 	return used < l->peer_credits ? l->peer_credits - used : 0;
 }
 
@@ -399,8 +400,8 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		int rc = post_ctl(l, f);
 
 		if (rc == -ENOMEM) {
-			if (!f->decided) {
-				f->decided = true;	/* counted once */
+			if (!f->deferred) {
+				f->deferred = true;
 				l->ctl_deferred++;
 			}
 			return;
@@ -414,7 +415,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		free(f);
 	}
 	while (data_space(l)) {
-		struct link_frame *send = credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
+		struct link_frame *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
 		struct link_frame *write = TAILQ_FIRST(&l->writes);
 		bool do_write = write && (!send || l->write_turn);
 
@@ -1200,6 +1201,14 @@ static int process_rts(struct link *l, const struct sl_wire_frame *wf)
 	return 0;
 }
 
+/* What a peer's HELLO tells about it. */
+static void hello_learn(struct link *l, const struct sl_wire_frame *wf)
+{
+	l->peer_incarnation = wf->u.hello.incarnation;
+	l->peer_eager_max = wf->u.hello.eager_max;
+	l->peer_credits = wf->u.hello.credits;
+}
+
 /* HELLO on an accepted connection: find the link it belongs to. */
 static int attach_accepted(struct daemon *d, struct xport_conn *c,
 			   const struct sl_wire_frame *wf)
@@ -1218,9 +1227,7 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c,
 	}
 	l->conn = c;
 	d->xp->ops->set_ctx(c, l);
-	l->peer_incarnation = wf->u.hello.incarnation;
-	l->peer_eager_max = wf->u.hello.eager_max;
-	l->peer_credits = wf->u.hello.credits;
+	hello_learn(l, wf);
 	if (post_hello(l) < 0)
 		return -ENOMEM;
 	link_up(l);
@@ -1243,9 +1250,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	case SL_WIRE_HELLO:
 		if (l->state != LINK_HELLO || wf->u.hello.node_id != l->node_id)
 			return -EPROTO;
-		l->peer_incarnation = wf->u.hello.incarnation;
-		l->peer_eager_max = wf->u.hello.eager_max;
-		l->peer_credits = wf->u.hello.credits;
+		hello_learn(l, wf);
 		link_up(l);
 		return 0;
 	case SL_WIRE_EAGER:
@@ -1383,7 +1388,7 @@ void link_teardown_all(struct daemon *d)
 		/* A link that was not up has nothing posted or under way. */
 		fail_list(l, &l->unacked, SL_ERR_CANCELED);
 		fail_list(l, &l->backlog, SL_ERR_CANCELED);
-		log_debug("link %s: %s at teardown", l->peer->name, state_name(l->state));
+		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));
 		free(l);
 	}
 	free(d->links);

@@ -79,6 +79,7 @@ struct link_frame {
 	bool in_rndv, in_writes, in_reap;
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
+	bool deferred;		/* control: a post was refused (counted once) */
 	uint32_t wrs;		/* posted WRs naming this frame */
 	uint64_t seq;		/* data: per-connection sequence number */
 	/* Sends: the originating descriptor, holding a queue ref. */
@@ -232,6 +233,13 @@ void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_
 /* Hand queued frames to the transport and write them (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep). */
 void link_flush_all(struct daemon *d, bool force_ack);
+
+/* "down", "connecting", "hello" or "up". */
+const char *link_state_name(enum link_state s);
+
+/* Data frames (EAGER, RTS) the peer still lets us send before its ACKs
+ * return credit; 0 when the link is not up. */
+uint64_t link_credits_left(const struct link *l);
 
 /* The transport upcalls, installed by the daemon. */
 extern const struct xport_upcalls link_upcalls;

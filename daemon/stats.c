@@ -20,17 +20,6 @@
 
 #define STATS_NAME "sluiced.stats"
 
-static const char *link_state_name(enum link_state s)
-{
-	switch (s) {
-	case LINK_DOWN: return "down";
-	case LINK_CONNECTING: return "connecting";
-	case LINK_HELLO: return "hello";
-	case LINK_UP: return "up";
-	}
-	return "unknown";
-}
-
 static void write_all(struct daemon *d, FILE *f)
 {
 	const struct daemon_counters *c = &d->ctr;
@@ -90,9 +79,8 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.connects %llu\n", n, (unsigned long long)l->connects);
 		fprintf(f, "link.%s.backlog %u\n", n, l->n_backlog);
 		fprintf(f, "link.%s.ctl_queued %u\n", n, l->n_ctl);
-		fprintf(f, "link.%s.credits %llu\n", n, (unsigned long long)
-			(l->state == LINK_UP && l->tx_seq - l->ack_rx < l->peer_credits ?
-			 l->peer_credits - (l->tx_seq - l->ack_rx) : 0));
+		fprintf(f, "link.%s.credits %llu\n", n,
+			(unsigned long long)link_credits_left(l));
 		fprintf(f, "link.%s.backlog_naks %llu\n", n, (unsigned long long)l->backlog_naks);
 		fprintf(f, "link.%s.unacked %u\n", n, l->n_unacked);
 		fprintf(f, "link.%s.rndv_tx %u\n", n, l->n_rndv_tx);

@@ -128,14 +128,19 @@ static void tcp_close(struct xport_conn *c, int err);
 static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void done_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
+/* Unlink and free a conn nobody refers to any more. */
+static void conn_free(struct xport_conn *c)
+{
+	LIST_REMOVE(c, all);
+	free(c->sq);
+	free(c->rx);
+	free(c);
+}
+
 static void conn_put(struct xport_conn *c)
 {
-	if (--c->busy == 0 && c->zombie) {
-		LIST_REMOVE(c, all);
-		free(c->sq);
-		free(c->rx);
-		free(c);
-	}
+	if (--c->busy == 0 && c->zombie)
+		conn_free(c);
 }
 
 static void set_sockopts(const struct tcp_xport *x, int fd)
@@ -934,10 +939,7 @@ static int tcp_connect(struct xport *xb, const char *host, uint16_t port, void *
 	c->ctx = ctx;
 	if (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) {
 		rc = -errno;
-		LIST_REMOVE(c, all);
-		free(c->sq);
-		free(c->rx);
-		free(c);
+		conn_free(c);
 		goto err_close;
 	}
 	freeaddrinfo(res);
@@ -979,10 +981,7 @@ static void tcp_destroy(struct xport *xb)
 		} else {
 			/* A closed conn still referenced by a caller up the
 			 * stack cannot exist at destroy time. */
-			LIST_REMOVE(c, all);
-			free(c->sq);
-			free(c->rx);
-			free(c);
+			conn_free(c);
 		}
 	}
 	if (x->st.mrs)
