@@ -16,16 +16,11 @@
 #include "daemon.h"
 #include "link.h"
 #include "log.h"
+#include "progress.h"
 #include "queue.h"
 #include "session.h"
 #include "sl_barrier.h"
 
-/* SQEs per queue per pass.  Smaller is fairer: with one client flooding
- * 8 B sends, another pair's ping-pong on the same daemon ran at a median
- * 4.1-5.0 us against 1.4 us idle with 16, and 3-15 us with 64, for no
- * measurable loss of the flood's rate (3-7 M/s either way on the 2-core
- * test VM). */
-#define PASS_BUDGET 16
 /* Passes before libev polls fds again or the spin yields.  Measured on 2
  * cores: 1 costs intra-node latency (~2 µs instead of ~1), 32 and more
  * starve the clients and the peer daemon (inter-node 10-35 µs instead of
