@@ -56,6 +56,10 @@
 #define BACKLOG_MAX      1048576
 #define CLIENT_ARENA_MAX (1024 * GIB)	/* 1 TiB */
 #define CLIENT_INFLIGHT_MAX 16777216
+#define PEER_TIMEOUT_MAX 86400000	/* one day */
+#define ACK_TIMEOUT_MAX  3600000	/* one hour */
+#define REDIAL_MAX       3600000	/* one hour */
+#define F_CUT_MAX        4294967295ull
 
 #define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
@@ -96,6 +100,10 @@ int config_defaults(struct config *c)
 	c->sq_depth = 1024;
 	c->max_mr = 65536;
 	c->eager_credits = 256;
+	c->peer_timeout_ms = 30000;
+	c->ack_timeout_ms = 2000;
+	c->redial_min_ms = 50;
+	c->redial_max_ms = 2000;
 	c->link_backlog_max = 4096;
 	c->client_max_queues = 256;
 	c->client_max_arena_bytes = 64 * GIB;
@@ -108,6 +116,8 @@ int config_defaults(struct config *c)
 	c->fault_post_enomem_every = 0;
 	c->fault_reg_fail_after = CONFIG_FAULT_OFF;
 	c->fault_delay_completions_us = 0;
+	c->fault_cut_after_frames = 0;
+	c->fault_cut_every_frames = 0;
 	c->n_peers = 0;
 	return 0;
 }
@@ -116,7 +126,9 @@ bool config_faults_on(const struct config *c)
 {
 	return c->fault_post_enomem_every != 0 ||
 	       c->fault_reg_fail_after != CONFIG_FAULT_OFF ||
-	       c->fault_delay_completions_us != 0;
+	       c->fault_delay_completions_us != 0 ||
+	       c->fault_cut_after_frames != 0 ||
+	       c->fault_cut_every_frames != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -292,11 +304,13 @@ bool config_name_valid(const char *name)
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
 	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
+	K_PEER_TIMEOUT, K_ACK_TIMEOUT, K_REDIAL_MIN, K_REDIAL_MAX,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
 	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
 	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
 	K_RC_MAX_WAIT_MS,
 	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
+	K_F_CUT_AFTER, K_F_CUT_EVERY,
 	K_COUNT
 };
 
@@ -314,6 +328,10 @@ static const struct {
 	[K_MAX_MR]      = { "transport", "max_mr" },
 	[K_CREDITS]     = { "transport", "eager_credits" },
 	[K_SOCKBUF]     = { "transport", "socket_buffer" },
+	[K_PEER_TIMEOUT] = { "transport", "peer_timeout_ms" },
+	[K_ACK_TIMEOUT] = { "transport", "ack_timeout_ms" },
+	[K_REDIAL_MIN]  = { "transport", "redial_min_ms" },
+	[K_REDIAL_MAX]  = { "transport", "redial_max_ms" },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
 	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
@@ -329,6 +347,8 @@ static const struct {
 	[K_F_POST_ENOMEM]  = { "fault", "post_enomem_every" },
 	[K_F_REG_FAIL]     = { "fault", "reg_fail_after" },
 	[K_F_DELAY_COMPL]  = { "fault", "delay_completions_us" },
+	[K_F_CUT_AFTER]    = { "fault", "cut_after_frames" },
+	[K_F_CUT_EVERY]    = { "fault", "cut_every_frames" },
 };
 
 static const struct {
@@ -336,11 +356,13 @@ static const struct {
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
-	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer" },
+	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
+		       "peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
 		    "client_max_queues, client_max_arena_bytes, client_max_inflight" },
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
-	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us" },
+	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
+		   "cut_after_frames, cut_every_frames" },
 	{ "peers", NULL },
 };
 
@@ -556,6 +578,16 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 				    sec, name, value, ALLOWED_SOCKBUF);
 		c->socket_buffer = (uint32_t)v;
 		return 1;
+	case K_PEER_TIMEOUT:
+		return set_num32(st, sec, name, value, 1, PEER_TIMEOUT_MAX,
+				 &c->peer_timeout_ms);
+	case K_ACK_TIMEOUT:
+		return set_num32(st, sec, name, value, 1, ACK_TIMEOUT_MAX,
+				 &c->ack_timeout_ms);
+	case K_REDIAL_MIN:
+		return set_num32(st, sec, name, value, 1, REDIAL_MAX, &c->redial_min_ms);
+	case K_REDIAL_MAX:
+		return set_num32(st, sec, name, value, 1, REDIAL_MAX, &c->redial_max_ms);
 	case K_BACKLOG_MAX:
 		return set_num32(st, sec, name, value, 1, BACKLOG_MAX, &c->link_backlog_max);
 	case K_CLIENT_QUEUES:
@@ -598,6 +630,11 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 	case K_F_DELAY_COMPL:
 		return set_num32(st, sec, name, value, 0, F_DELAY_US_MAX,
 				 &c->fault_delay_completions_us);
+	case K_F_CUT_AFTER:
+		return set_num(st, sec, name, value, 0, F_CUT_MAX, &c->fault_cut_after_frames);
+	case K_F_CUT_EVERY:
+		return set_num32(st, sec, name, value, 0, (uint32_t)F_CUT_MAX,
+				 &c->fault_cut_every_frames);
 	case K_COUNT:
 		break;
 	}
@@ -731,6 +768,34 @@ static char *read_line(char *buf, int num, void *user)
 	return st->err_line ? NULL : buf;
 }
 
+/*
+ * Keys that constrain each other, checked once the whole file is read:
+ * the message names both and takes the line of the later key (of the one
+ * given, if the other kept its value).  Returns 0 or -EINVAL.
+ */
+static int check_keys(struct parse_state *st)
+{
+	const struct config *c = st->c;
+	int lmin = st->key_line[K_REDIAL_MIN], lmax = st->key_line[K_REDIAL_MAX];
+
+	if (c->redial_min_ms <= c->redial_max_ms)
+		return 0;
+	if (!lmin && !lmax)
+		return fail_file(st->path, st->err, st->errlen, -EINVAL,
+				 "[transport] redial_min_ms %u is greater than redial_max_ms %u (allowed: redial_min_ms <= redial_max_ms)",
+				 (unsigned)c->redial_min_ms, (unsigned)c->redial_max_ms);
+	if (lmin > lmax) {
+		st->lineno = lmin;
+		fail(st, -EINVAL, "[transport] redial_min_ms: %u is greater than redial_max_ms %u (allowed: redial_min_ms <= redial_max_ms)",
+		     (unsigned)c->redial_min_ms, (unsigned)c->redial_max_ms);
+	} else {
+		st->lineno = lmax;
+		fail(st, -EINVAL, "[transport] redial_max_ms: %u is less than redial_min_ms %u (allowed: redial_min_ms <= redial_max_ms)",
+		     (unsigned)c->redial_max_ms, (unsigned)c->redial_min_ms);
+	}
+	return -EINVAL;
+}
+
 /* Checks that need the whole file: peers against each other and us. */
 static int check_peers(struct config *c, const char *path, char *err, size_t errlen)
 {
@@ -809,7 +874,9 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 	} else if (rc != 0) {
 		rc = fail_file(path, err, errlen, -EINVAL, "cannot parse (inih error %d)", rc);
 	} else {
-		rc = check_peers(nc, path, err, errlen);
+		rc = check_keys(&st);
+		if (rc == 0)
+			rc = check_peers(nc, path, err, errlen);
 	}
 	fclose(st.f);
 	if (rc == 0)

@@ -25,7 +25,19 @@
  *               the credits;
  *               socket_buffer = BYTES, 0 or 1 KiB..64 MiB [0 = the
  *               kernel's]: SO_SNDBUF and SO_RCVBUF of the tcp transport's
- *               sockets (small values test full sockets)
+ *               sockets (small values test full sockets);
+ *               peer_timeout_ms = N, 1..86400000 [30000]: a link down (or
+ *               not acknowledging) longer than this fails every operation
+ *               waiting on that peer;
+ *               ack_timeout_ms = N, 1..3600000 [2000]: with frames
+ *               unacknowledged, no ACK progress for this long breaks the
+ *               connection (it is then re-established and the
+ *               unacknowledged frames sent again);
+ *               redial_min_ms = N, 1..3600000 [50];
+ *               redial_max_ms = N, 1..3600000 [2000]: reconnect back-off,
+ *               doubling from min to max; min must not exceed max
+ *               (checked after the file, reported at the line of the
+ *               later of the two keys)
  *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
  *               max_queues = N, 1..65536 [1024];
  *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
@@ -70,7 +82,14 @@
  *               (0 fails every registration);
  *               delay_completions_us = N, 0..10000000 [0 = off]: send
  *               completions are reported N microseconds after the data
- *               left the daemon
+ *               left the daemon;
+ *               cut_after_frames = N, 0..4294967295 [0 = off]: the tcp
+ *               transport breaks the connection on which it receives its
+ *               Nth frame (counting every frame of every connection of the
+ *               daemon; once);
+ *               cut_every_frames = N, 0..4294967295 [0 = off]: the tcp
+ *               transport breaks the connection on which it receives
+ *               every Nth frame (counting across all connections)
  *   [peers]     NAME = HOST:PORT, one line per other node
  * BYTES accept a K, M or G suffix (powers of 1024).
  */
@@ -112,6 +131,10 @@ struct config {
 	uint32_t max_mr;	/* tcp transport's MR table entries */
 	uint32_t eager_credits;	/* data frames a peer may have unacknowledged */
 	uint32_t socket_buffer;	/* tcp SO_SNDBUF/SO_RCVBUF bytes; 0: the kernel's */
+	uint32_t peer_timeout_ms;	/* link down/unacknowledged: fail waiters */
+	uint32_t ack_timeout_ms;	/* no ACK progress: break the connection */
+	uint32_t redial_min_ms;		/* reconnect back-off, <= redial_max_ms */
+	uint32_t redial_max_ms;
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */
@@ -130,6 +153,8 @@ struct config {
 	uint32_t fault_post_enomem_every;	/* 0: off */
 	uint64_t fault_reg_fail_after;	/* CONFIG_FAULT_OFF: off */
 	uint32_t fault_delay_completions_us;	/* 0: off */
+	uint64_t fault_cut_after_frames;	/* 0: off */
+	uint32_t fault_cut_every_frames;	/* 0: off */
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
@@ -144,7 +169,7 @@ int config_defaults(struct config *c);
 /*
  * config_faults_on - is any [fault] key of @c not at its off value
  * (post_enomem_every 0, reg_fail_after CONFIG_FAULT_OFF,
- * delay_completions_us 0)?
+ * delay_completions_us 0, cut_after_frames 0, cut_every_frames 0)?
  */
 bool config_faults_on(const struct config *c);
 
@@ -152,9 +177,11 @@ bool config_faults_on(const struct config *c);
  * config_load - read @path over the values already in @c.
  * On error writes one line to @err (at most @errlen bytes, NUL-terminated)
  * and returns -ENOENT/-EACCES (cannot open), or -EINVAL (bad content).
- * After the file: checks peers against each other and the local node
- * (duplicate names, a peer named like the local node, node-id collisions,
- * peers without listen) and reports those as "FILE: ..." with -EINVAL.
+ * After the file: checks [transport] redial_min_ms <= redial_max_ms
+ * (reported as "FILE:LINE: ..." at the later of the two keys), then peers
+ * against each other and the local node (duplicate names, a peer named
+ * like the local node, node-id collisions, peers without listen) and
+ * reports those as "FILE: ..." with -EINVAL.
  */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 

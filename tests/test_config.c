@@ -63,6 +63,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->sq_depth != b->sq_depth || a->max_mr != b->max_mr ||
 	    a->eager_credits != b->eager_credits || a->link_backlog_max != b->link_backlog_max ||
 	    a->socket_buffer != b->socket_buffer ||
+	    a->peer_timeout_ms != b->peer_timeout_ms || a->ack_timeout_ms != b->ack_timeout_ms ||
+	    a->redial_min_ms != b->redial_min_ms || a->redial_max_ms != b->redial_max_ms ||
 	    a->client_max_queues != b->client_max_queues ||
 	    a->client_max_arena_bytes != b->client_max_arena_bytes ||
 	    a->client_max_inflight != b->client_max_inflight ||
@@ -74,6 +76,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->fault_post_enomem_every != b->fault_post_enomem_every ||
 	    a->fault_reg_fail_after != b->fault_reg_fail_after ||
 	    a->fault_delay_completions_us != b->fault_delay_completions_us ||
+	    a->fault_cut_after_frames != b->fault_cut_after_frames ||
+	    a->fault_cut_every_frames != b->fault_cut_every_frames ||
 	    a->n_peers != b->n_peers)
 		return false;
 	for (i = 0; i < a->n_peers; i++) {
@@ -129,13 +133,13 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
 	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer)" },
+	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
 	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
-	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us)" },
+	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
@@ -280,6 +284,46 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [transport] eager_credits: 0 is out of range (allowed: 1..65536)" },
 	{ "eager_credits 65537", "[transport]\neager_credits = 65537\n", -EINVAL,
 	  ":2: [transport] eager_credits: 65537 is out of range (allowed: 1..65536)" },
+	{ "peer_timeout_ms 0", "[transport]\npeer_timeout_ms = 0\n", -EINVAL,
+	  ":2: [transport] peer_timeout_ms: 0 is out of range (allowed: 1..86400000)" },
+	{ "peer_timeout_ms 86400001", "[transport]\npeer_timeout_ms = 86400001\n", -EINVAL,
+	  ":2: [transport] peer_timeout_ms: 86400001 is out of range (allowed: 1..86400000)" },
+	{ "peer_timeout_ms takes no unit", "[transport]\npeer_timeout_ms = 30s\n", -EINVAL,
+	  ":2: [transport] peer_timeout_ms: '30s' is not a number (allowed: 1..86400000)" },
+	{ "ack_timeout_ms 0", "[transport]\nack_timeout_ms = 0\n", -EINVAL,
+	  ":2: [transport] ack_timeout_ms: 0 is out of range (allowed: 1..3600000)" },
+	{ "ack_timeout_ms 3600001", "[transport]\nack_timeout_ms = 3600001\n", -EINVAL,
+	  ":2: [transport] ack_timeout_ms: 3600001 is out of range (allowed: 1..3600000)" },
+	{ "redial_min_ms 0", "[transport]\nredial_min_ms = 0\n", -EINVAL,
+	  ":2: [transport] redial_min_ms: 0 is out of range (allowed: 1..3600000)" },
+	{ "redial_min_ms 3600001", "[transport]\nredial_min_ms = 3600001\n", -EINVAL,
+	  ":2: [transport] redial_min_ms: 3600001 is out of range (allowed: 1..3600000)" },
+	{ "redial_max_ms 0", "[transport]\nredial_max_ms = 0\n", -EINVAL,
+	  ":2: [transport] redial_max_ms: 0 is out of range (allowed: 1..3600000)" },
+	{ "redial_max_ms 3600001", "[transport]\nredial_max_ms = 3600001\n", -EINVAL,
+	  ":2: [transport] redial_max_ms: 3600001 is out of range (allowed: 1..3600000)" },
+	{ "duplicate redial_max_ms", "[transport]\nredial_max_ms = 10\nredial_max_ms = 20\n", -EINVAL,
+	  ":3: [transport] redial_max_ms: given twice (first on line 2)" },
+	/* redial_min_ms <= redial_max_ms, checked after the file, at the
+	 * later of the two keys (or the one given). */
+	{ "redial_min_ms above redial_max_ms, max later",
+	  "[transport]\nredial_min_ms = 100\nredial_max_ms = 99\n", -EINVAL,
+	  ":3: [transport] redial_max_ms: 99 is less than redial_min_ms 100 (allowed: redial_min_ms <= redial_max_ms)" },
+	{ "redial_min_ms above redial_max_ms, min later",
+	  "[transport]\nredial_max_ms = 10\n[daemon]\nnode = a\n[transport]\nredial_min_ms = 11\n", -EINVAL,
+	  ":6: [transport] redial_min_ms: 11 is greater than redial_max_ms 10 (allowed: redial_min_ms <= redial_max_ms)" },
+	{ "redial_min_ms above the default redial_max_ms",
+	  "[transport]\nredial_min_ms = 2001\n", -EINVAL,
+	  ":2: [transport] redial_min_ms: 2001 is greater than redial_max_ms 2000 (allowed: redial_min_ms <= redial_max_ms)" },
+	{ "redial_max_ms below the default redial_min_ms",
+	  "[transport]\nredial_max_ms = 49\n", -EINVAL,
+	  ":2: [transport] redial_max_ms: 49 is less than redial_min_ms 50 (allowed: redial_min_ms <= redial_max_ms)" },
+	{ "redial check comes before the peer checks",
+	  "[daemon]\nnode = a\n[transport]\nredial_min_ms = 5000\n[peers]\nb = h:1\n", -EINVAL,
+	  ":4: [transport] redial_min_ms: 5000 is greater than redial_max_ms 2000 (allowed: redial_min_ms <= redial_max_ms)" },
+	{ "an error in the file wins over the redial check",
+	  "[transport]\nredial_min_ms = 5000\nbogus = 1\n", -EINVAL,
+	  ":3: [transport] bogus: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
 	{ "link_backlog_max 0", "[limits]\nlink_backlog_max = 0\n", -EINVAL,
 	  ":2: [limits] link_backlog_max: 0 is out of range (allowed: 1..1048576)" },
 	{ "link_backlog_max 1048577", "[limits]\nlink_backlog_max = 1048577\n", -EINVAL,
@@ -374,6 +418,16 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [fault] delay_completions_us: '-1' is not a number (allowed: 0..10000000)" },
 	{ "delay_completions_us 10000001 above max", "[fault]\ndelay_completions_us = 10000001\n", -EINVAL,
 	  ":2: [fault] delay_completions_us: 10000001 is out of range (allowed: 0..10000000)" },
+	{ "cut_after_frames negative", "[fault]\ncut_after_frames = -1\n", -EINVAL,
+	  ":2: [fault] cut_after_frames: '-1' is not a number (allowed: 0..4294967295)" },
+	{ "cut_after_frames 4294967296 above max", "[fault]\ncut_after_frames = 4294967296\n", -EINVAL,
+	  ":2: [fault] cut_after_frames: 4294967296 is out of range (allowed: 0..4294967295)" },
+	{ "cut_every_frames negative", "[fault]\ncut_every_frames = -1\n", -EINVAL,
+	  ":2: [fault] cut_every_frames: '-1' is not a number (allowed: 0..4294967295)" },
+	{ "cut_every_frames 4294967296 above max", "[fault]\ncut_every_frames = 4294967296\n", -EINVAL,
+	  ":2: [fault] cut_every_frames: 4294967296 is out of range (allowed: 0..4294967295)" },
+	{ "duplicate cut_every_frames", "[fault]\ncut_every_frames = 3\ncut_every_frames = 4\n", -EINVAL,
+	  ":3: [fault] cut_every_frames: given twice (first on line 2)" },
 
 	/* [peers] values. */
 	{ "bad peer value", LISTEN "[peers]\nb = nowhere\n", -EINVAL,
@@ -524,6 +578,10 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.max_mr, 65536);
 	ck_assert_uint_eq(c.eager_credits, 256);
 	ck_assert_uint_eq(c.socket_buffer, 0);
+	ck_assert_uint_eq(c.peer_timeout_ms, 30000);
+	ck_assert_uint_eq(c.ack_timeout_ms, 2000);
+	ck_assert_uint_eq(c.redial_min_ms, 50);
+	ck_assert_uint_eq(c.redial_max_ms, 2000);
 	ck_assert_uint_eq(c.link_backlog_max, 4096);
 	ck_assert_uint_eq(c.client_max_queues, 256);
 	ck_assert_uint_eq(c.client_max_arena_bytes, 64ull << 30);
@@ -537,6 +595,8 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.fault_reg_fail_after, CONFIG_FAULT_OFF);
 	ck_assert_uint_eq(c.fault_reg_fail_after, UINT64_MAX);
 	ck_assert_uint_eq(c.fault_delay_completions_us, 0);
+	ck_assert_uint_eq(c.fault_cut_after_frames, 0);
+	ck_assert_uint_eq(c.fault_cut_every_frames, 0);
 	ck_assert(!config_faults_on(&c));
 	ck_assert_uint_eq(c.n_peers, 0);
 }
@@ -570,6 +630,10 @@ static const char full_file[] =
 	"eager_max = 4K\n"
 	"sq_depth = 256\n"
 	"max_mr = 4096\n"
+	"peer_timeout_ms = 15000\n"
+	"ack_timeout_ms = 500\n"
+	"redial_min_ms = 20\n"
+	"redial_max_ms = 800\n"
 	"\n"
 	"[limits]\n"
 	"arena_bytes = 64M\n"
@@ -587,6 +651,8 @@ static const char full_file[] =
 	"post_enomem_every = 7\n"
 	"reg_fail_after = 100\n"
 	"delay_completions_us = 1500\n"
+	"cut_after_frames = 40\n"
+	"cut_every_frames = 1000\n"
 	"\n"
 	"[peers]\n"
 	"beta = 10.0.0.2:7401\n"
@@ -615,6 +681,10 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.unexpected_max_bytes, 3ull << 20);
 	ck_assert_uint_eq(c.sq_depth, 256);
 	ck_assert_uint_eq(c.max_mr, 4096);
+	ck_assert_uint_eq(c.peer_timeout_ms, 15000);
+	ck_assert_uint_eq(c.ack_timeout_ms, 500);
+	ck_assert_uint_eq(c.redial_min_ms, 20);
+	ck_assert_uint_eq(c.redial_max_ms, 800);
 	ck_assert_uint_eq(c.rcache_chunk_bytes, 64u << 10);
 	ck_assert_uint_eq(c.rcache_max_regions, 77);
 	ck_assert_uint_eq(c.rcache_max_bytes, 512ull << 20);
@@ -623,6 +693,8 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.fault_post_enomem_every, 7);
 	ck_assert_uint_eq(c.fault_reg_fail_after, 100);
 	ck_assert_uint_eq(c.fault_delay_completions_us, 1500);
+	ck_assert_uint_eq(c.fault_cut_after_frames, 40);
+	ck_assert_uint_eq(c.fault_cut_every_frames, 1000);
 	ck_assert(config_faults_on(&c));
 
 	ck_assert_uint_eq(c.n_peers, 3);
@@ -748,6 +820,51 @@ START_TEST(bounds_accepted_new_keys)
 	ck_assert_uint_eq(c.client_max_arena_bytes, 1ull << 40);
 	ck_assert_uint_eq(c.client_max_inflight, 16777216);
 
+	/* The link timers at both ends; redial_min_ms == redial_max_ms is
+	 * allowed. */
+	ck_assert_int_eq(load_text("[transport]\npeer_timeout_ms = 1\nack_timeout_ms = 1\n"
+				   "redial_min_ms = 1\nredial_max_ms = 1\n", &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_uint_eq(c.peer_timeout_ms, 1);
+	ck_assert_uint_eq(c.ack_timeout_ms, 1);
+	ck_assert_uint_eq(c.redial_min_ms, 1);
+	ck_assert_uint_eq(c.redial_max_ms, 1);
+	ck_assert_int_eq(load_text("[transport]\npeer_timeout_ms = 86400000\nack_timeout_ms = 3600000\n"
+				   "redial_min_ms = 3600000\nredial_max_ms = 3600000\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.peer_timeout_ms, 86400000);
+	ck_assert_uint_eq(c.ack_timeout_ms, 3600000);
+	ck_assert_uint_eq(c.redial_min_ms, 3600000);
+	ck_assert_uint_eq(c.redial_max_ms, 3600000);
+	/* Each redial bound alone, against the other's default. */
+	ck_assert_int_eq(load_text("[transport]\nredial_min_ms = 2000\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.redial_min_ms, 2000);
+	ck_assert_uint_eq(c.redial_max_ms, 2000);
+	ck_assert_int_eq(load_text("[transport]\nredial_max_ms = 50\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.redial_min_ms, 50);
+	ck_assert_uint_eq(c.redial_max_ms, 50);
+	/* Both raised past the other's default: the check sees the final
+	 * values, not the order of the lines. */
+	ck_assert_int_eq(load_text("[transport]\nredial_min_ms = 5000\nredial_max_ms = 60000\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.redial_min_ms, 5000);
+	ck_assert_uint_eq(c.redial_max_ms, 60000);
+
+	/* The cut faults at both ends (0 = off). */
+	ck_assert_int_eq(load_text("[fault]\ncut_after_frames = 0\ncut_every_frames = 0\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.fault_cut_after_frames, 0);
+	ck_assert_uint_eq(c.fault_cut_every_frames, 0);
+	ck_assert(!config_faults_on(&c));
+	ck_assert_int_eq(load_text("[fault]\ncut_after_frames = 1\ncut_every_frames = 1\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.fault_cut_after_frames, 1);
+	ck_assert_uint_eq(c.fault_cut_every_frames, 1);
+	ck_assert_int_eq(load_text("[fault]\ncut_after_frames = 4294967295\n"
+				   "cut_every_frames = 4294967295\n", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.fault_cut_after_frames, 4294967295ull);
+	ck_assert_uint_eq(c.fault_cut_every_frames, 4294967295u);
+
 	/* Byte keys in plain bytes, and in the other suffixes. */
 	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 1073741824\nmax_bytes = 1099511627776\n",
 				   &c, err, sizeof(err)), 0);
@@ -771,6 +888,10 @@ START_TEST(bounds_accepted_new_keys)
 	ck_assert_uint_eq(c.rcache_max_wait_ms, 1000);
 	ck_assert_uint_eq(c.sq_depth, 1024);
 	ck_assert_uint_eq(c.max_mr, 65536);
+	ck_assert_uint_eq(c.peer_timeout_ms, 30000);
+	ck_assert_uint_eq(c.ack_timeout_ms, 2000);
+	ck_assert_uint_eq(c.redial_min_ms, 50);
+	ck_assert_uint_eq(c.redial_max_ms, 2000);
 	ck_assert(!config_faults_on(&c));
 }
 END_TEST
@@ -801,15 +922,21 @@ struct fault_case {
 	uint32_t post_enomem_every;
 	uint64_t reg_fail_after;
 	uint32_t delay_completions_us;
+	uint64_t cut_after_frames;
+	uint32_t cut_every_frames;
 };
 
 static const struct fault_case fault_cases[] = {
-	{ "[fault]\npost_enomem_every = 1\n", 1, CONFIG_FAULT_OFF, 0 },
-	{ "[fault]\npost_enomem_every = 1000000\n", 1000000, CONFIG_FAULT_OFF, 0 },
-	{ "[fault]\nreg_fail_after = 0\n", 0, 0, 0 },
-	{ "[fault]\nreg_fail_after = 4294967295\n", 0, 4294967295ull, 0 },
-	{ "[fault]\ndelay_completions_us = 1\n", 0, CONFIG_FAULT_OFF, 1 },
-	{ "[fault]\ndelay_completions_us = 10000000\n", 0, CONFIG_FAULT_OFF, 10000000 },
+	{ "[fault]\npost_enomem_every = 1\n", 1, CONFIG_FAULT_OFF, 0, 0, 0 },
+	{ "[fault]\npost_enomem_every = 1000000\n", 1000000, CONFIG_FAULT_OFF, 0, 0, 0 },
+	{ "[fault]\nreg_fail_after = 0\n", 0, 0, 0, 0, 0 },
+	{ "[fault]\nreg_fail_after = 4294967295\n", 0, 4294967295ull, 0, 0, 0 },
+	{ "[fault]\ndelay_completions_us = 1\n", 0, CONFIG_FAULT_OFF, 1, 0, 0 },
+	{ "[fault]\ndelay_completions_us = 10000000\n", 0, CONFIG_FAULT_OFF, 10000000, 0, 0 },
+	{ "[fault]\ncut_after_frames = 1\n", 0, CONFIG_FAULT_OFF, 0, 1, 0 },
+	{ "[fault]\ncut_after_frames = 4294967295\n", 0, CONFIG_FAULT_OFF, 0, 4294967295ull, 0 },
+	{ "[fault]\ncut_every_frames = 1\n", 0, CONFIG_FAULT_OFF, 0, 0, 1 },
+	{ "[fault]\ncut_every_frames = 4294967295\n", 0, CONFIG_FAULT_OFF, 0, 0, 4294967295u },
 };
 
 START_TEST(fault_key_turns_faults_on)
@@ -822,6 +949,8 @@ START_TEST(fault_key_turns_faults_on)
 	ck_assert_uint_eq(c.fault_post_enomem_every, fc->post_enomem_every);
 	ck_assert_uint_eq(c.fault_reg_fail_after, fc->reg_fail_after);
 	ck_assert_uint_eq(c.fault_delay_completions_us, fc->delay_completions_us);
+	ck_assert_uint_eq(c.fault_cut_after_frames, fc->cut_after_frames);
+	ck_assert_uint_eq(c.fault_cut_every_frames, fc->cut_every_frames);
 	ck_assert_msg(config_faults_on(&c), "%s: faults not on", fc->text);
 }
 END_TEST
@@ -835,7 +964,8 @@ START_TEST(faults_off)
 	ck_assert(!config_faults_on(&c));
 
 	/* Writing the off values explicitly leaves faults off. */
-	ck_assert_int_eq(load_text("[fault]\npost_enomem_every = 0\ndelay_completions_us = 0\n",
+	ck_assert_int_eq(load_text("[fault]\npost_enomem_every = 0\ndelay_completions_us = 0\n"
+				   "cut_after_frames = 0\ncut_every_frames = 0\n",
 				   &c, err, sizeof(err)), 0);
 	ck_assert(!config_faults_on(&c));
 	/* An empty [fault] section too. */
@@ -854,6 +984,15 @@ START_TEST(faults_off)
 	ck_assert(config_faults_on(&c));
 	ck_assert_int_eq(config_defaults(&c), 0);
 	c.fault_delay_completions_us = 5;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_cut_after_frames = 1;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_cut_after_frames = UINT64_MAX;
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(config_defaults(&c), 0);
+	c.fault_cut_every_frames = 2;
 	ck_assert(config_faults_on(&c));
 }
 END_TEST

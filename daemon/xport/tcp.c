@@ -18,6 +18,11 @@
  *
  * The SQ has three indices: completed <= written <= posted.  Without the
  * completion-delay fault a WR completes as soon as it is written.
+ *
+ * The cut faults count received frames over all connections and break
+ * the connection that receives the chosen one, through the same path as
+ * a read error: the frame is never delivered, posted WRs flush with an
+ * error, closed() follows, and the peer sees the stream end.
  */
 #include "autoconfig.h"
 
@@ -115,6 +120,7 @@ struct tcp_xport {
 	uint32_t mr_used;		/* slots ever used (grow order) */
 	uint32_t mr_gen;
 	uint64_t reg_calls;
+	uint64_t rx_frames;		/* frames received, all conns (cut faults) */
 	struct xport_stats st;
 };
 
@@ -560,6 +566,35 @@ static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 	return c->wr_left ? 0 : write_placed(c);
 }
 
+/*
+ * Count one received frame, decoded and checked, that is about to be
+ * delivered (or, for a WRITE, placed).  When the cut faults choose it,
+ * break @c as a network failure would, without delivering it: shut the
+ * socket down both ways, so that the peer sees the end too, then take
+ * the read-error path (tcp_close: flush errors, closed()).  Returns true
+ * when @c was cut.  The caller holds a reference (busy), so @c and its
+ * buffers stay allocated until the caller is done; it must stop
+ * parsing, as after an upcall that closed the connection.
+ */
+static bool fault_cut(struct xport_conn *c)
+{
+	struct tcp_xport *x = c->x;
+	const struct xport_faults *fl = &x->base.params.faults;
+	uint64_t n = ++x->rx_frames;
+
+	if (n != fl->cut_after_frames &&
+	    (!fl->cut_every_frames || n % fl->cut_every_frames != 0))
+		return false;
+	x->st.cuts++;
+	x->st.faults_injected++;
+	log_info("tcp: fault: cutting connection to %s after frame %llu", c->name,
+		 (unsigned long long)n);
+	if (shutdown(c->fd, SHUT_RDWR) < 0)
+		log_warn("tcp: %s: shutdown: %m", c->name);
+	tcp_close(c, -ECONNRESET);
+	return true;
+}
+
 /* Hand up every whole frame in the buffer.  Returns 0 or -errno. */
 static int parse_frames(struct xport_conn *c)
 {
@@ -581,6 +616,12 @@ static int parse_frames(struct xport_conn *c)
 		if (f.type == SL_WIRE_WRITE) {
 			size_t avail = c->rx_len - off - f.hdr_len;
 
+			/* Counted at its header, which is consumed here once:
+			 * its payload may still be on its way. */
+			if (fault_cut(c)) {
+				rc = -ECONNRESET;
+				break;
+			}
 			rc = write_begin(c, &f, c->rx + off + f.hdr_len, avail);
 			off += f.hdr_len + (avail < f.payload_len ? avail : f.payload_len);
 			if (rc < 0 || c->wr_left)
@@ -612,6 +653,12 @@ static int parse_frames(struct xport_conn *c)
 				off = 0;
 			}
 			rc = 0;
+			break;
+		}
+		/* Counted only whole: an incomplete frame's header is
+		 * decoded again on the next read. */
+		if (fault_cut(c)) {
+			rc = -ECONNRESET;
 			break;
 		}
 		rc = up->recv(&c->x->base, c, c->ctx, &f, c->rx + off + f.hdr_len);

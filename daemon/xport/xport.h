@@ -90,6 +90,11 @@ struct xport_faults {
 	uint32_t post_enomem_every;	/* every Nth post per conn fails -ENOMEM */
 	uint64_t reg_fail_after;	/* reg_mr calls after the first N fail */
 	uint32_t delay_completions_us;	/* send completions this much later */
+	/* Frames received are counted over every connection of the
+	 * transport; the connection that receives the counted frame breaks
+	 * as if the network failed (the frame is not delivered). */
+	uint64_t cut_after_frames;	/* 0 off; the Nth frame, once */
+	uint32_t cut_every_frames;	/* 0 off; every Nth frame */
 };
 
 struct xport_params {
@@ -107,6 +112,7 @@ struct xport_stats {
 	uint64_t faults_injected;	/* of those and reg_fails, injected */
 	uint64_t writes_rx;		/* RDMA writes placed */
 	uint64_t access_errors;		/* writes refused: bad rkey or range */
+	uint64_t cuts;			/* connections broken by [fault] cut_* */
 };
 
 struct xport_ops {
