@@ -79,7 +79,6 @@ struct daemon {
 	ev_timer rcache_w;		/* waiting registrations' deadlines */
 	struct link **links;
 	size_t n_links;
-	ev_timer peer_timeout_w;	/* 1 s tick: links down too long */
 
 	ev_signal sigterm_w, sigint_w, sighup_w, sigusr1_w;
 	struct daemon_counters ctr;

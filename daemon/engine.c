@@ -277,9 +277,10 @@ void engine_drop_unexpected(struct queue *q, struct match_msg *m)
 	free(m);
 }
 
-/* Drop every unexpected rendezvous message for which @drop says so. */
+/* Drop every unexpected rendezvous message for which @drop says so: a
+ * local sender completes with @status, a remote one hears it if @tell. */
 static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_msg *, const void *),
-			    const void *arg, int status)
+			    const void *arg, int status, bool tell)
 {
 	struct queue *q;
 
@@ -295,6 +296,8 @@ static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_ms
 			match_remove_unexpected(&q->mq, m);
 			if (rs->q)
 				local_rndv_fail(q, m, status);
+			else if (tell)
+				link_rndv_refuse(d, m->src.node, rs->send_id, (uint32_t)status);
 			free(m);
 		}
 	}
@@ -314,14 +317,33 @@ static bool from_queue(const struct match_msg *m, const void *arg)
 	return rs->q && (!arg || rs->q == arg);
 }
 
-void engine_drop_rndv_from(struct daemon *d, uint32_t node)
+void engine_drop_rndv_from(struct daemon *d, uint32_t node, int status, bool tell)
 {
-	drop_rndv_where(d, from_node, &node, SL_ERR_PEER_DOWN);
+	drop_rndv_where(d, from_node, &node, status, tell);
+}
+
+void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status)
+{
+	struct queue *q;
+
+	TAILQ_FOREACH(q, &d->queues, all) {
+		struct match_recv *r, *next;
+
+		for (r = TAILQ_FIRST(&q->mq.posted); r; r = next) {
+			next = TAILQ_NEXT(r, link);
+			if (r->src.node != node)
+				continue;
+			match_remove_recv(&q->mq, r);
+			engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
+					status);
+			free(r);
+		}
+	}
 }
 
 void engine_cancel_local_rndv(struct daemon *d, struct queue *q)
 {
-	drop_rndv_where(d, from_queue, q, SL_ERR_CANCELED);
+	drop_rndv_where(d, from_queue, q, SL_ERR_CANCELED, false);
 }
 
 static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
@@ -344,8 +366,19 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 	r->capacity = sqe->len;
 	r->user_ctx = sqe->user_ctx;
 	m = match_post_recv(&q->mq, r);
-	if (m && !recv_take(q, r, m))
-		engine_repost(q, r);
+	if (m) {
+		if (!recv_take(q, r, m))
+			engine_repost(q, r);
+		return;
+	}
+	/* Nothing here from it, and nothing will come until it is back. */
+	if (src.node != q->d->cfg.node_id && src.node != SL_NODE_ANY &&
+	    link_node_timed_out(q->d, src.node)) {
+		match_remove_recv(&q->mq, r);
+		engine_complete(q, SL_OP_RECV, src, r->tag, r->capacity, r->user_ctx,
+				SL_ERR_PEER_DOWN);
+		free(r);
+	}
 }
 
 /* A local message above eager_max: one copy once a receive matches. */

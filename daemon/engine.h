@@ -64,8 +64,14 @@ void engine_repost(struct queue *q, struct match_recv *r);
 void engine_drop_unexpected(struct queue *q, struct match_msg *m);
 
 /* Forget the unexpected rendezvous messages whose data waits on node
- * @node (its link went down and failed those sends). */
-void engine_drop_rndv_from(struct daemon *d, uint32_t node);
+ * @node: its link timed out (@status SL_ERR_PEER_DOWN) or it restarted
+ * (SL_ERR_PEER_RESTARTED).  @tell: refuse each to its sender with
+ * @status (an RTR that waits for the link like every control frame). */
+void engine_drop_rndv_from(struct daemon *d, uint32_t node, int status, bool tell);
+
+/* Complete every posted receive that names node @node as its source
+ * (SL_NODE_ANY ones stay) with @status: its link timed out. */
+void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status);
 
 /* Queue @q is closing (NULL: the daemon is stopping, every queue): its
  * local rendezvous sends still waiting unexpected at some endpoint

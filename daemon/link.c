@@ -1,11 +1,14 @@
 /*
  * link.c - links to peer nodes: HELLO, sequencing, cumulative ACKs, NAKs,
- * backlog and completion of remote sends.  See link.h.
+ * backlog, retransmission after a reconnect, peer timeout and restart,
+ * and completion of remote sends.  See link.h.
  *
  * A data frame is completed (its descriptor gets its CQE) only when both
  * its send completion and the peer's ACK or NAK for it have arrived; each
  * frame has exactly one owner at a time: the backlog, the transport
- * (posted), or the unacked list.
+ * (posted), or the unacked list.  A sent frame waits in the unacked list
+ * whatever happens to the connection; after a reconnect the part of it
+ * the peer's HELLO does not cover goes back to the head of the backlog.
  */
 #include "autoconfig.h"
 
@@ -19,11 +22,6 @@
 #include "log.h"
 #include "queue.h"
 
-#define LINK_REDIAL_MIN 0.05	/* seconds */
-#define LINK_REDIAL_MAX 2.0	/* seconds */
-/* A link down this long fails what waits for it (the link issue makes
- * this configurable and adds retransmission). */
-#define LINK_PEER_TIMEOUT 30.0	/* seconds */
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
 #define LINK_POST_RETRY 1e-3	/* seconds: a refused post with nothing in flight */
@@ -56,6 +54,7 @@ static void list_unlink(struct link *l, struct link_frame *f)
 	if (f->where == FL_UNACKED) {
 		TAILQ_REMOVE(&l->unacked, f, link);
 		l->n_unacked--;
+		l->n_unacked_data--;	/* only sends come here */
 	} else if (f->where == FL_BACKLOG) {
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
@@ -117,22 +116,41 @@ static bool is_send(const struct link_frame *f)
 	return f->type == SL_WIRE_EAGER || f->type == SL_WIRE_RTS;
 }
 
-/* Fail every send in @list (link down, shutdown); control frames there
- * belong to the connection and go. */
-static void fail_list(struct link *l, struct link_frame_list *list, int status)
+/* A control frame (NAK, RTR, FIN, DONE) leaves its list and is freed. */
+static void ctl_free(struct link *l, struct link_frame *f)
+{
+	if (f->where == FL_BACKLOG) {
+		TAILQ_REMOVE(&l->backlog, f, link);
+		l->n_backlog--;
+		l->n_ctl--;
+	} else if (f->where == FL_UNACKED) {
+		TAILQ_REMOVE(&l->unacked, f, link);
+		l->n_unacked--;
+	}
+	free(f);
+}
+
+/* A data frame leaves the unacked list: its credit comes back. */
+static void unacked_remove(struct link *l, struct link_frame *f)
+{
+	TAILQ_REMOVE(&l->unacked, f, link);
+	l->n_unacked--;
+	l->n_unacked_data--;
+	f->where = FL_NONE;
+}
+
+/* Fail every send in @list with @status; with @drop_ctl, control frames
+ * there go too (their peer is gone, or we are). */
+static void fail_list(struct link *l, struct link_frame_list *list, int status, bool drop_ctl)
 {
 	struct link_frame *f, *next;
 
 	for (f = TAILQ_FIRST(list); f; f = next) {
 		next = TAILQ_NEXT(f, link);
-		if (is_send(f)) {
+		if (is_send(f))
 			send_decide(l, f, status);
-		} else {
-			TAILQ_REMOVE(list, f, link);
-			l->n_backlog--;
-			l->n_ctl--;
-			free(f);
-		}
+		else if (drop_ctl)
+			ctl_free(l, f);
 	}
 }
 
@@ -217,7 +235,42 @@ static int post_hello(struct link *l)
 	wf.u.hello.incarnation = l->d->incarnation;
 	wf.u.hello.last_rx_seq = l->rx_seq;
 	wf.u.hello.credits = l->d->cfg.eager_credits;
+	wf.u.hello.peer_incarnation = l->peer_incarnation;
 	return post_frame(l, &wf, NULL, 0);
+}
+
+/* ---- the retransmission timer ---- */
+
+/* Armed while frames wait for an ack: started by the first, pushed back
+ * by every ack that covers something, stopped when nothing waits. */
+static void ack_timer_start(struct link *l)
+{
+	ev_tstamp t = l->d->cfg.ack_timeout_ms / 1e3;
+
+	if (ev_is_active(&l->ack_w))
+		return;
+	ev_timer_set(&l->ack_w, t, t);
+	ev_timer_start(l->d->loop, &l->ack_w);
+}
+
+static void ack_timer_progress(struct link *l)
+{
+	if (TAILQ_EMPTY(&l->unacked))
+		ev_timer_stop(l->d->loop, &l->ack_w);
+	else
+		ev_timer_again(l->d->loop, &l->ack_w);
+}
+
+/* A sequenced frame was handed to the transport: it waits for its ack. */
+static void unacked_append(struct link *l, struct link_frame *f)
+{
+	f->seq = ++l->tx_seq;
+	f->where = FL_UNACKED;
+	TAILQ_INSERT_TAIL(&l->unacked, f, link);
+	l->n_unacked++;
+	if (is_send(f))
+		l->n_unacked_data++;
+	ack_timer_start(l);
 }
 
 /* Is a standalone ACK due?  Delayed like TCP's: data going back carries
@@ -241,17 +294,19 @@ static bool ack_due(const struct link *l, bool force)
 
 uint64_t link_credits_left(const struct link *l)
 {
-	uint64_t used = l->tx_seq - l->ack_rx;
+	uint64_t used = l->n_unacked_data;
 
 	if (l->state != LINK_UP)
 		return 0;
 	return used < l->peer_credits ? l->peer_credits - used : 0;
 }
 
-/* Post control frame @f (NAK, RTR, FIN). */
+static void note_rtr_posted(struct link *l, const struct link_frame *f);
+
+/* Post control frame @f (NAK, RTR, FIN, DONE). */
 static int post_ctl(struct link *l, struct link_frame *f)
 {
-	struct sl_wire_frame wf = { .type = f->type };
+	struct sl_wire_frame wf = { .type = f->type, .seq = l->tx_seq + 1 };
 
 	switch (f->type) {
 	case SL_WIRE_NAK:
@@ -290,14 +345,16 @@ static uint64_t eager_limit(const struct link *l)
 /* Post send @f, the head of the backlog, as EAGER or RTS. */
 static int post_send_frame(struct link *l, struct link_frame *f)
 {
-	bool rndv = f->len > eager_limit(l);
+	/* A frame sent again keeps its kind: the peer is the same one. */
+	bool rndv = f->type == SL_WIRE_RTS || f->len > eager_limit(l);
 	struct sl_wire_frame wf = { .type = rndv ? SL_WIRE_RTS : SL_WIRE_EAGER };
 	const void *payload = NULL;
 	int rc;
 
 	wf.seq = l->tx_seq + 1;
 	if (rndv) {
-		f->send_id = ++l->next_send_id;
+		if (!f->send_id)
+			f->send_id = ++l->next_send_id;
 		wf.u.rts.src_port = f->src_port;
 		wf.u.rts.dst_port = f->dst.port;
 		wf.u.rts.dst_node = f->dst.node;
@@ -318,17 +375,15 @@ static int post_send_frame(struct link *l, struct link_frame *f)
 	list_unlink(l, f);
 	if (rc < 0) {
 		/* Cannot happen for a frame we built; never drop it silently
-		 * all the same. */
+		 * all the same.  (A frame sent again is in rndv_tx already and
+		 * list_unlink took it out; send_decide finishes it.) */
 		log_err("link %s: cannot post frame: %s", l->peer->name, strerror(-rc));
 		send_decide(l, f, SL_ERR_INVALID);
 		return 0;
 	}
-	f->seq = ++l->tx_seq;
 	f->wrs++;
-	f->where = FL_UNACKED;
-	TAILQ_INSERT_TAIL(&l->unacked, f, link);
-	l->n_unacked++;
-	if (rndv) {
+	unacked_append(l, f);
+	if (rndv && !f->in_rndv) {
 		f->type = SL_WIRE_RTS;
 		f->in_rndv = true;
 		TAILQ_INSERT_TAIL(&l->rndv_tx, f, rlink);
@@ -406,13 +461,18 @@ static void link_post_backlog(struct link *l, bool force_ack)
 			}
 			return;
 		}
-		if (rc < 0)
+		if (rc < 0) {
 			log_err("link %s: cannot post control frame %u: %s", l->peer->name,
 				f->type, strerror(-rc));
+			ctl_free(l, f);
+			continue;
+		}
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
 		l->n_ctl--;
-		free(f);
+		unacked_append(l, f);
+		if (f->type == SL_WIRE_RTR && f->ctl_status == SL_OK)
+			note_rtr_posted(l, f);
 	}
 	while (data_space(l)) {
 		struct link_frame *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
@@ -534,11 +594,10 @@ static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
 
 void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status)
 {
-	struct link_frame *f;
+	/* Queued whatever the link's state: control frames are sequenced
+	 * and outlive a broken connection. */
+	struct link_frame *f = queue_ctl(l, SL_WIRE_FIN);
 
-	if (l->state != LINK_UP)
-		return;	/* the receiver gives the receive back at link down */
-	f = queue_ctl(l, SL_WIRE_FIN);
 	if (!f)
 		return;
 	f->ctl_recv_id = recv_id;
@@ -638,7 +697,8 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 		return;
 	}
 	f->mr = mr;
-	start_writes(l, f);
+	if (!f->rtr_stale)
+		start_writes(l, f);	/* else on the RTR sent again */
 }
 
 static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
@@ -647,18 +707,39 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 	struct link_frame *f = find_rndv_send(l, wf->u.rtr.send_id);
 	int rc;
 
-	if (!f || f->decided || f->recv_id) {
-		/* Its send was cancelled (the client closed its queue):
-		 * give the receive back. */
+	if (!f || f->decided) {
+		/* Its send was cancelled (the client closed its queue) or
+		 * failed (peer timeout): give the receive back. */
 		log_debug("link %s: RTR for finished send %llu", l->peer->name,
 			  (unsigned long long)wf->u.rtr.send_id);
 		if (wf->u.rtr.status == SL_OK)
 			link_queue_fin(l, wf->u.rtr.recv_id, SL_ERR_CANCELED);
 		return 0;
 	}
+	if (f->recv_id && !f->rtr_stale) {
+		log_warn("link %s: second RTR for rendezvous %llu", l->peer->name,
+			 (unsigned long long)wf->u.rtr.send_id);
+		return -EPROTO;
+	}
 	if (wf->u.rtr.status != SL_OK) {
 		send_decide(l, f, (int)wf->u.rtr.status);
 		return 0;
+	}
+	if (f->rtr_stale) {
+		/* The connection broke after the first RTR: write it all
+		 * again (the same bytes to the same place), once. */
+		if (wf->u.rtr.recv_id != f->recv_id || wf->u.rtr.len != f->wlen) {
+			log_warn("link %s: RTR sent again for rendezvous %llu changed",
+				 l->peer->name, (unsigned long long)wf->u.rtr.send_id);
+			return -EPROTO;
+		}
+		f->rtr_stale = false;
+		f->raddr = wf->u.rtr.raddr;
+		f->rkey = wf->u.rtr.rkey;
+		l->rndv_restarts++;
+		if (f->mr || f->wlen == 0)
+			start_writes(l, f);
+		return 0;	/* or when its registration comes */
 	}
 	if (wf->u.rtr.len > f->len) {
 		log_warn("link %s: RTR asks %llu bytes of a %llu-byte message", l->peer->name,
@@ -697,7 +778,9 @@ static int process_done(struct link *l, uint64_t send_id)
 {
 	struct link_frame *f = find_rndv_send(l, send_id);
 
-	if (!f || !f->last_posted || f->decided) {
+	if (!f && send_id <= l->next_send_id)
+		return 0;	/* failed here already (peer timeout) */
+	if (!f || !f->recv_id || f->decided) {
 		log_warn("link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
 			 (unsigned long long)send_id);
 		return -EPROTO;
@@ -792,6 +875,7 @@ static void rndv_send_rtr(struct rndv_recv *rr)
 	uint64_t raddr = rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
 
 	rr->rtr_sent = true;
+	rr->rtr_seq = 0;	/* until it goes out */
 	queue_rtr(rr->l, rr->send_id, rr->recv_id, raddr, rr->wlen,
 		  rr->mr ? rr->mr->rkey : 0, SL_OK);
 }
@@ -816,8 +900,7 @@ void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_
 {
 	struct link *l = link_find(d, node);
 
-	/* A link that is not up has failed the send already. */
-	if (l && l->state == LINK_UP)
+	if (l)
 		queue_rtr(l, send_id, 0, 0, 0, 0, status);
 }
 
@@ -828,7 +911,10 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 	struct rndv_recv *rr;
 	int rc;
 
-	if (!l || l->state != LINK_UP)
+	/* A link that is down still takes it: the RTR waits for the
+	 * reconnect like every control frame.  (Past peer_timeout_ms the
+	 * peer's RTS headers were dropped, so none can match here.) */
+	if (!l)
 		return false;
 	rr = calloc(1, sizeof(*rr));
 	if (!rr) {
@@ -875,6 +961,8 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 {
 	struct rndv_recv *rr = find_rndv_recv(l, recv_id);
 
+	if (!rr && status != SL_OK && recv_id <= l->next_recv_id)
+		return 0;	/* given back here already (peer timeout) */
 	if (!rr || !rr->rtr_sent) {
 		log_warn("link %s: write or FIN for unknown rendezvous %u", l->peer->name, recv_id);
 		return -EPROTO;
@@ -914,15 +1002,79 @@ again_rx:
 	}
 }
 
-/* Every receiving rendezvous of a link that went down gives its receive
- * back: the sender has failed the send. */
-static void fail_rndv_rx(struct link *l)
+/* An RTR of ours went out (@f, just posted): remember its seq, so that a
+ * reconnect knows whether the peer had it. */
+static void note_rtr_posted(struct link *l, const struct link_frame *f)
 {
+	struct rndv_recv *rr = find_rndv_recv(l, f->ctl_recv_id);
+
+	if (rr)
+		rr->rtr_seq = f->seq;
+}
+
+/* Forget every RTR for @recv_id not yet acked: queued, or sent on a
+ * connection that broke (the peer may not have it; if it does, it has
+ * stopped writing since, and waits for the next RTR). */
+static void drop_queued_rtr(struct link *l, uint32_t recv_id)
+{
+	struct link_frame *f, *next;
+
+	for (f = TAILQ_FIRST(&l->backlog); f && !is_send(f); f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (f->type == SL_WIRE_RTR && f->ctl_recv_id == recv_id)
+			ctl_free(l, f);
+	}
+	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (f->type == SL_WIRE_RTR && f->ctl_recv_id == recv_id)
+			ctl_free(l, f);
+	}
+}
+
+/*
+ * Every operation waiting on this link ends with @status: sends queued,
+ * in flight or in rendezvous; receiving rendezvous give their receive
+ * back (completing it with @status only where it was overtaken); the
+ * unexpected RTS headers from the peer go.  @tell: the peer is the same
+ * incarnation and will hear of it (it may not have given up itself): each
+ * rendezvous it started is refused with @status.  Control frames stay for
+ * it, unless @drop_ctl (a new incarnation, or we are stopping).
+ */
+static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl)
+{
+	struct daemon *d = l->d;
+	struct link_frame *f, *next;
 	struct rndv_recv *rr;
 
-	engine_drop_rndv_from(l->d, l->node_id);
-	while ((rr = TAILQ_FIRST(&l->rndv_rx)))
-		rndv_recv_giveback(rr, SL_ERR_PEER_DOWN);
+	/* First out of the registration queue: a registration freed below
+	 * must not call back into an operation of this link while we walk
+	 * its lists. */
+	cancel_reg_waits(l);
+	fail_list(l, &l->backlog, status, drop_ctl);
+	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (is_send(f))
+			send_decide(l, f, status);	/* its seq is abandoned */
+		else if (drop_ctl)
+			ctl_free(l, f);
+	}
+	while ((f = TAILQ_FIRST(&l->rndv_tx)))
+		send_decide(l, f, status);
+	while ((f = TAILQ_FIRST(&l->writes))) {	/* decided: none left */
+		TAILQ_REMOVE(&l->writes, f, wlink);
+		f->in_writes = false;
+		l->n_writes--;
+	}
+	engine_drop_rndv_from(d, l->node_id, status, tell);
+	while ((rr = TAILQ_FIRST(&l->rndv_rx))) {
+		if (tell) {
+			/* Its buffer goes back: no RTR of ours may still send
+			 * the peer writing into it. */
+			drop_queued_rtr(l, rr->recv_id);
+			queue_rtr(l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
+		}
+		rndv_recv_giveback(rr, status);
+	}
 }
 
 /* ---- connection management ---- */
@@ -935,44 +1087,50 @@ static void link_schedule_redial(struct link *l)
 	ev_timer_set(&l->redial_w, l->redial_delay, 0.0);
 	ev_timer_start(l->d->loop, &l->redial_w);
 	l->redial_delay *= 2;
-	if (l->redial_delay > LINK_REDIAL_MAX)
-		l->redial_delay = LINK_REDIAL_MAX;
+	if (l->redial_delay > l->d->cfg.redial_max_ms / 1e3)
+		l->redial_delay = l->d->cfg.redial_max_ms / 1e3;
 }
 
+static void timeout_arm(struct link *l);
+
+/*
+ * The connection broke (or never came up).  Nothing fails here: every
+ * sent frame stays in the unacked list until the next HELLO says which
+ * the peer has, control frames stay queued, and rendezvous wait.  What
+ * the broken connection took with it: the RDMA writes in flight, so each
+ * rendezvous past its RTR writes again only on an RTR sent again.
+ */
 static void link_went_down(struct link *l, int err)
 {
-	int status = l->d->stopping ? SL_ERR_CANCELED : SL_ERR_PEER_DOWN;
-	struct link_frame *f, *next;
+	struct link_frame *f;
 
 	if (l->state == LINK_UP)
-		log_warn("link %s: down: %s", l->peer->name, strerror(err < 0 ? -err : err));
+		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
+			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
+	if (l->state == LINK_UP || l->state == LINK_HELLO)
+		l->down_since = ev_now(l->d->loop);
 	l->conn = NULL;
 	l->state = LINK_DOWN;
-	l->down_since = ev_now(l->d->loop);
 	ev_timer_stop(l->d->loop, &l->retry_w);
-	/* First out of the registration queue: a registration freed below
-	 * must not call back into a frame of this link while we walk its
-	 * lists. */
-	cancel_reg_waits(l);
+	ev_timer_stop(l->d->loop, &l->ack_w);
 	/* The transport has completed every WR (flush errors) before
-	 * closed(), so nothing is posted any more.  Frames that reached it
-	 * may or may not have arrived; until retransmission lands they fail,
-	 * each with its own status, and so does every rendezvous. */
-	fail_list(l, &l->unacked, status);
-	while ((f = TAILQ_FIRST(&l->rndv_tx)))
-		send_decide(l, f, status);
-	fail_rndv_rx(l);
-	/* Control frames belong to the dead connection; sends wait. */
-	for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
-		next = TAILQ_NEXT(f, link);
-		if (!is_send(f)) {
-			TAILQ_REMOVE(&l->backlog, f, link);
-			l->n_backlog--;
-			l->n_ctl--;
-			free(f);
-		}
+	 * closed(), so nothing is posted any more. */
+	while ((f = TAILQ_FIRST(&l->writes))) {
+		TAILQ_REMOVE(&l->writes, f, wlink);
+		f->in_writes = false;
+		l->n_writes--;
 	}
-	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
+	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
+		if (!f->recv_id || f->decided)
+			continue;
+		f->rtr_stale = true;
+		f->w_off = 0;
+		f->last_posted = false;
+		f->write_failed = false;
+	}
+	if (l->d->stopping)
+		return;
+	timeout_arm(l);
 	link_schedule_redial(l);
 }
 
@@ -983,7 +1141,7 @@ static void link_dial_failed(struct link *l, int err)
 		log_warn("link %s: cannot connect to %s:%u: %s (retrying up to every %.0f s)",
 			 l->peer->name, l->peer->host, l->peer->port,
 			 err == -EHOSTUNREACH ? "host unknown or unreachable" : strerror(-err),
-			 LINK_REDIAL_MAX);
+			 l->d->cfg.redial_max_ms / 1e3);
 	else
 		log_debug("link %s: connect: %s", l->peer->name, strerror(-err));
 	l->dial_warned = true;
@@ -1000,6 +1158,7 @@ static void link_dial(struct link *l)
 		link_dial_failed(l, rc);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
+		timeout_arm(l);
 		link_schedule_redial(l);
 	}
 }
@@ -1014,25 +1173,133 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		link_dial(l);
 }
 
-/* Runs once a second while anything waits on a link that is not up. */
-static void peer_timeout_check(struct daemon *d)
+bool link_node_timed_out(struct daemon *d, uint32_t node)
 {
-	ev_tstamp now = ev_now(d->loop);
-	size_t i;
+	struct link *l = link_find(d, node);
 
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
+	return l && l->timed_out;
+}
 
-		if (l->state == LINK_UP || now - l->down_since <= LINK_PEER_TIMEOUT)
-			continue;
-		if (!l->timed_out) {
-			log_warn("link %s: down for %.0f s: failing its %u queued sends and "
-				 "new ones until it is back", l->peer->name,
-				 now - l->down_since, l->n_backlog);
-			l->timed_out = true;
-		}
-		fail_list(l, &l->backlog, SL_ERR_PEER_DOWN);
+/*
+ * Down for peer_timeout_ms: every operation waiting on the peer fails
+ * with SL_ERR_PEER_DOWN, each on its own, and so do new sends and
+ * receives naming it until it is back.  Control frames stay queued: when
+ * it comes back it hears which of its rendezvous we refused.
+ */
+static void link_timed_out(struct link *l)
+{
+	l->timed_out = true;
+	l->peer_timeouts++;
+	log_warn("link %s: down for %.1f s (peer_timeout_ms %u): failing %u queued sends, %u "
+		 "unacknowledged, %u rendezvous sending, %u receiving, and new ones until it "
+		 "is back", l->peer->name, ev_now(l->d->loop) - l->down_since,
+		 l->d->cfg.peer_timeout_ms, l->n_backlog - l->n_ctl, l->n_unacked_data,
+		 l->n_rndv_tx, l->n_rndv_rx);
+	fail_everything(l, SL_ERR_PEER_DOWN, true, false);
+	engine_fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
+}
+
+static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct link *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (l->state != LINK_UP && !l->timed_out)
+		link_timed_out(l);
+}
+
+/* Counted from the moment the link was last up (or the daemon started). */
+static void timeout_arm(struct link *l)
+{
+	ev_tstamp left;
+
+	if (l->timed_out || ev_is_active(&l->timeout_w))
+		return;
+	left = l->down_since + l->d->cfg.peer_timeout_ms / 1e3 - ev_now(l->d->loop);
+	ev_timer_set(&l->timeout_w, left > 0 ? left : 0, 0.0);
+	ev_timer_start(l->d->loop, &l->timeout_w);
+}
+
+/* No ack progress for ack_timeout_ms with frames waiting: the peer or the
+ * path is gone silently (no RST).  Break the connection; the redial and
+ * the HELLO then say what arrived, and the peer timeout runs meanwhile. */
+static void ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct link *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	ev_timer_stop(l->d->loop, w);
+	if (l->state != LINK_UP || TAILQ_EMPTY(&l->unacked))
+		return;
+	l->ack_timeouts++;
+	log_warn("link %s: no ack for %u ms with %u frames waiting: reconnecting", l->peer->name,
+		 l->d->cfg.ack_timeout_ms, l->n_unacked);
+	l->d->xp->ops->close(l->conn, -ETIMEDOUT);
+}
+
+/* The peer came back as a new incarnation: nothing of the old one will
+ * ever answer.  What was pending for it fails SL_ERR_PEER_RESTARTED, and
+ * both streams start again from seq 1. */
+static void link_peer_restarted(struct link *l, uint64_t incarnation)
+{
+	l->peer_restarts++;
+	log_warn("link %s: peer restarted (incarnation %016llx, was %016llx): failing %u "
+		 "queued sends, %u unacknowledged, %u rendezvous sending, %u receiving",
+		 l->peer->name, (unsigned long long)incarnation,
+		 (unsigned long long)l->peer_incarnation, l->n_backlog - l->n_ctl,
+		 l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
+	fail_everything(l, SL_ERR_PEER_RESTARTED, false, true);
+	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
+}
+
+/*
+ * Resume after a HELLO from the same incarnation: the peer has our frames
+ * up to @peer_rx.  Those stay in the unacked list until an ack in the
+ * stream covers them (a NAK for one may come first); the rest go back to
+ * the head of the backlog, control frames ahead of data as always, each
+ * kind in its order, and get new seqs from @peer_rx on as they go out.
+ */
+static int link_resume(struct link *l, uint64_t peer_rx)
+{
+	struct link_frame *f, *prev, *first_data;
+	struct rndv_recv *rr;
+
+	if (peer_rx > l->tx_seq) {
+		log_warn("link %s: HELLO says %llu frames arrived of %llu sent", l->peer->name,
+			 (unsigned long long)peer_rx, (unsigned long long)l->tx_seq);
+		return -EPROTO;
 	}
+	for (f = TAILQ_LAST(&l->unacked, link_frame_list); f && f->seq > peer_rx; f = prev) {
+		prev = TAILQ_PREV(f, link_frame_list, link);
+		TAILQ_REMOVE(&l->unacked, f, link);
+		l->n_unacked--;
+		f->seq = 0;
+		f->where = FL_BACKLOG;
+		l->n_backlog++;
+		l->retransmits++;
+		if (is_send(f)) {
+			l->n_unacked_data--;
+			TAILQ_FOREACH(first_data, &l->backlog, link)
+				if (is_send(first_data))
+					break;
+			if (first_data)
+				TAILQ_INSERT_BEFORE(first_data, f, link);
+			else
+				TAILQ_INSERT_TAIL(&l->backlog, f, link);
+		} else {
+			l->n_ctl++;
+			TAILQ_INSERT_HEAD(&l->backlog, f, link);
+		}
+	}
+	l->tx_seq = peer_rx;
+	/* RTRs the peer had, for rendezvous whose writes the old connection
+	 * cut: ask again.  (Those it did not have are in the backlog now.) */
+	TAILQ_FOREACH(rr, &l->rndv_rx, link)
+		if (rr->rtr_sent && rr->rtr_seq && rr->rtr_seq <= peer_rx)
+			rndv_send_rtr(rr);
+	return 0;
 }
 
 static void link_up(struct link *l)
@@ -1043,8 +1310,15 @@ static void link_up(struct link *l)
 	l->state = LINK_UP;
 	l->timed_out = false;
 	l->dial_warned = false;
-	l->redial_delay = LINK_REDIAL_MIN;
+	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
 	l->connects++;
+	ev_timer_stop(l->d->loop, &l->timeout_w);
+	/* Owe the peer an ack for what it sent before the break: the HELLO
+	 * said how far it got, but only an ack in the stream completes. */
+	l->ack_sent = 0;
+	l->ack_pending_since = ev_time();
+	if (!TAILQ_EMPTY(&l->unacked))
+		ack_timer_start(l);
 	log_info("link %s: up (%s, incarnation %016llx)", l->peer->name,
 		 l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
 	daemon_kick(l->d);
@@ -1058,6 +1332,7 @@ static void up_connected(struct xport_conn *c, void *ctx, int err)
 		link_dial_failed(l, err);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
+		timeout_arm(l);
 		link_schedule_redial(l);
 		return;
 	}
@@ -1106,20 +1381,22 @@ static int process_ack(struct link *l, uint64_t ack)
 			 (unsigned long long)ack, (unsigned long long)l->tx_seq);
 		return -EPROTO;
 	}
-	if (ack > l->ack_rx)
-		l->ack_rx = ack;	/* credits come back */
+	if (ack <= l->ack_rx)
+		return 0;
+	l->ack_rx = ack;
 	for (f = TAILQ_FIRST(&l->unacked); f && f->seq <= ack; f = next) {
 		next = TAILQ_NEXT(f, link);
 		if (f->type == SL_WIRE_RTS) {
 			/* The RTS is in; the rendezvous goes on without it. */
-			TAILQ_REMOVE(&l->unacked, f, link);
-			l->n_unacked--;
-			f->where = FL_NONE;
+			unacked_remove(l, f);
 			send_try_finish(l, f);
-		} else {
+		} else if (f->type == SL_WIRE_EAGER) {
 			send_decide(l, f, SL_OK);
+		} else {
+			ctl_free(l, f);
 		}
 	}
+	ack_timer_progress(l);
 	return 0;
 }
 
@@ -1141,12 +1418,14 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 	return -EPROTO;
 }
 
-/* Sequence bookkeeping shared by EAGER and RTS.  Returns 1 for a new
+/* Sequence bookkeeping of every sequenced frame.  Returns 1 for a new
  * in-order frame, 0 for a duplicate, -EPROTO for a gap. */
 static int rx_sequence(struct link *l, uint64_t seq)
 {
-	if (seq <= l->rx_seq)
+	if (seq <= l->rx_seq) {
+		l->rx_duplicates++;
 		return 0;
+	}
 	if (seq != l->rx_seq + 1) {
 		log_warn("link %s: seq gap: got %llu after %llu", l->peer->name,
 			 (unsigned long long)seq, (unsigned long long)l->rx_seq);
@@ -1164,10 +1443,6 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 	struct daemon *d = l->d;
 	int status;
 
-	int rc = rx_sequence(l, wf->seq);
-
-	if (rc <= 0)
-		return rc;	/* a duplicate (0) was delivered already */
 	if (wf->u.eager.dst_node != d->cfg.node_id) {
 		status = SL_ERR_NO_ENDPOINT;
 	} else if (wf->payload_len > d->cfg.eager_max) {
@@ -1186,10 +1461,8 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 static int process_rts(struct link *l, const struct sl_wire_frame *wf)
 {
 	struct daemon *d = l->d;
-	int status, rc = rx_sequence(l, wf->seq);
+	int status;
 
-	if (rc <= 0)
-		return rc;
 	if (wf->u.rts.dst_node != d->cfg.node_id)
 		status = SL_ERR_NO_ENDPOINT;
 	else
@@ -1201,12 +1474,24 @@ static int process_rts(struct link *l, const struct sl_wire_frame *wf)
 	return 0;
 }
 
-/* What a peer's HELLO tells about it. */
-static void hello_learn(struct link *l, const struct sl_wire_frame *wf)
+/*
+ * What a peer's HELLO tells about it: a new incarnation ends what was
+ * pending for the old one; then our frames it does not have go again.
+ * Its last_rx_seq counts our current stream only if it names our own
+ * incarnation (else it is from before our start: nothing we have).
+ */
+static int hello_learn(struct link *l, const struct sl_wire_frame *wf)
 {
+	uint64_t peer_rx = 0;
+
+	if (l->peer_incarnation && l->peer_incarnation != wf->u.hello.incarnation)
+		link_peer_restarted(l, wf->u.hello.incarnation);
 	l->peer_incarnation = wf->u.hello.incarnation;
 	l->peer_eager_max = wf->u.hello.eager_max;
 	l->peer_credits = wf->u.hello.credits;
+	if (wf->u.hello.peer_incarnation == l->d->incarnation)
+		peer_rx = wf->u.hello.last_rx_seq;
+	return link_resume(l, peer_rx);
 }
 
 /* HELLO on an accepted connection: find the link it belongs to. */
@@ -1227,7 +1512,8 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c,
 	}
 	l->conn = c;
 	d->xp->ops->set_ctx(c, l);
-	hello_learn(l, wf);
+	if (hello_learn(l, wf) < 0)
+		return -EPROTO;
 	if (post_hello(l) < 0)
 		return -ENOMEM;
 	link_up(l);
@@ -1246,21 +1532,29 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		return attach_accepted(x->ctx, c, wf);
 	}
 	l->frames_rx++;
-	switch (wf->type) {
-	case SL_WIRE_HELLO:
+	if (wf->type == SL_WIRE_HELLO) {
 		if (l->state != LINK_HELLO || wf->u.hello.node_id != l->node_id)
 			return -EPROTO;
-		hello_learn(l, wf);
-		link_up(l);
-		return 0;
+		rc = hello_learn(l, wf);
+		if (rc == 0)
+			link_up(l);
+		return rc;
+	}
+	if (l->state != LINK_UP)
+		return -EPROTO;
+	if (wf->seq) {
+		rc = rx_sequence(l, wf->seq);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			goto acked;	/* seen before the reconnect */
+		rc = 0;
+	}
+	switch (wf->type) {
 	case SL_WIRE_EAGER:
-		if (l->state != LINK_UP)
-			return -EPROTO;
 		rc = process_eager(l, wf, payload);
 		break;
 	case SL_WIRE_RTS:
-		if (l->state != LINK_UP)
-			return -EPROTO;
 		rc = process_rts(l, wf);
 		break;
 	case SL_WIRE_NAK:
@@ -1280,6 +1574,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	default:
 		return -EPROTO;
 	}
+acked:
 	if (rc == 0)
 		rc = process_ack(l, wf->ack);
 	daemon_kick(l->d);
@@ -1324,13 +1619,6 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	daemon_kick(l->d);
 }
 
-static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	peer_timeout_check(w->data);
-}
-
 int link_setup_all(struct daemon *d)
 {
 	size_t i;
@@ -1348,7 +1636,7 @@ int link_setup_all(struct daemon *d)
 		l->node_id = l->peer->node_id;
 		l->dialer = d->cfg.node_id < l->node_id;
 		l->state = LINK_DOWN;
-		l->redial_delay = LINK_REDIAL_MIN;
+		l->redial_delay = d->cfg.redial_min_ms / 1e3;
 		l->down_since = ev_now(d->loop);
 		TAILQ_INIT(&l->backlog);
 		TAILQ_INIT(&l->unacked);
@@ -1360,16 +1648,17 @@ int link_setup_all(struct daemon *d)
 		l->retry_w.data = l;
 		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
 		l->redial_w.data = l;
+		ev_timer_init(&l->ack_w, ack_timeout_cb, 0.0, 0.0);
+		l->ack_w.data = l;
+		ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
+		l->timeout_w.data = l;
 		d->links[d->n_links++] = l;
+		timeout_arm(l);	/* a peer never seen times out too */
 		if (l->dialer)
 			link_dial(l);
 		log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id,
 			 l->peer->host, l->peer->port, l->dialer ? "dialing" : "waiting");
 	}
-	ev_timer_init(&d->peer_timeout_w, timeout_cb, 1.0, 1.0);
-	d->peer_timeout_w.data = d;
-	if (d->n_links)
-		ev_timer_start(d->loop, &d->peer_timeout_w);
 	return 0;
 }
 
@@ -1377,17 +1666,17 @@ void link_teardown_all(struct daemon *d)
 {
 	size_t i;
 
-	ev_timer_stop(d->loop, &d->peer_timeout_w);
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 
 		ev_timer_stop(d->loop, &l->redial_w);
 		ev_timer_stop(d->loop, &l->retry_w);
+		ev_timer_stop(d->loop, &l->ack_w);
+		ev_timer_stop(d->loop, &l->timeout_w);
 		if (l->conn)
 			d->xp->ops->close(l->conn, -ECONNABORTED);
-		/* A link that was not up has nothing posted or under way. */
-		fail_list(l, &l->unacked, SL_ERR_CANCELED);
-		fail_list(l, &l->backlog, SL_ERR_CANCELED);
+		/* The close flushed every WR: nothing is posted any more. */
+		fail_everything(l, SL_ERR_CANCELED, false, true);
 		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));
 		free(l);
 	}

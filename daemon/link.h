@@ -1,12 +1,31 @@
 /*
  * link.h - one link per peer node, shared by every local queue.
  *
- * A link owns the connection to one peer daemon, numbers its data frames
- * (seq from 1 per connection), keeps each sent message until the peer's
- * cumulative ACK (or a NAK) for it arrives, and then completes the
- * originating descriptor.  Frames that do not fit the transport's send
- * queue wait in the link's backlog, in order, and go out as completions
- * free room; control frames (ACK, NAK) go ahead of queued data.
+ * A link owns the connection to one peer daemon, numbers its frames (every
+ * frame but HELLO, ACK and RDMA writes; seq from 1 for each pair of
+ * incarnations, continuing across reconnects), keeps each sent frame until
+ * the peer's cumulative ACK covers it (a message also until its NAK), and
+ * then completes the originating descriptor.  Frames that do not fit the
+ * transport's send queue wait in the link's backlog, in order, and go out
+ * as completions free room; control frames (NAK, RTR, FIN, DONE) go ahead
+ * of queued data.
+ *
+ * Links that survive (RDS's model over connections that may break): a
+ * broken connection fails nothing by itself.  The dialer redials with
+ * exponential back-off ([transport] redial_min_ms .. redial_max_ms); the
+ * HELLOs say how far each side's stream arrived; everything after that is
+ * sent again, numbered on, and the receiver drops what it has seen.  A
+ * rendezvous whose RDMA writes were cut restarts when the receiver, which
+ * still holds its receive, sends its RTR again; writes are idempotent, and
+ * the receive completes once, on the write-with-immediate.  Only three
+ * things fail operations: the daemon stopping (SL_ERR_CANCELED); the link
+ * down for [transport] peer_timeout_ms (every send waiting on it, every
+ * rendezvous with it and every receive naming that node as its source
+ * complete SL_ERR_PEER_DOWN, each on its own, and so do new ones until it
+ * is back); and the peer back with a new incarnation (what was pending
+ * for the old one completes SL_ERR_PEER_RESTARTED).  No ACK progress for
+ * [transport] ack_timeout_ms while frames wait for one breaks the
+ * connection (a silent partition, a hung peer): the retransmission timer.
  *
  * The node with the lower id dials; the other accepts and learns who
  * called from the HELLO.
@@ -80,8 +99,10 @@ struct link_frame {
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
 	bool deferred;		/* control: a post was refused (counted once) */
+	bool rtr_stale;		/* rendezvous send: the connection broke after
+				 * its RTR; it writes again only on a new one */
 	uint32_t wrs;		/* posted WRs naming this frame */
-	uint64_t seq;		/* data: per-connection sequence number */
+	uint64_t seq;		/* sequence number once posted */
 	/* Sends: the originating descriptor, holding a queue ref. */
 	struct queue *q;
 	uint32_t src_port;
@@ -128,6 +149,7 @@ struct rndv_recv {
 	uint32_t recv_id;		/* ours, the write's immediate */
 	bool reg_waiting;
 	bool rtr_sent;
+	uint64_t rtr_seq;		/* seq our RTR went out with; 0 until then */
 	/* A message this receive would also have taken met a later-posted
 	 * receive: if this rendezvous fails, its receive cannot go back to
 	 * its place without breaking the order, so it completes instead. */
@@ -142,15 +164,17 @@ struct link {
 	uint32_t node_id;
 	enum link_state state;
 	bool dialer;			/* we connect; the peer accepts */
-	bool timed_out;			/* down past the peer timeout */
+	bool timed_out;			/* down past peer_timeout_ms */
+	bool was_up;			/* up since the last timeout or start */
 	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
 	uint64_t peer_incarnation;
 	uint32_t peer_eager_max;
 	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
-	/* Sequence state of the current connection. */
-	uint64_t tx_seq;		/* last data seq assigned */
-	uint64_t rx_seq;		/* last in-order data seq received */
+	/* Sequence state of this pair of incarnations (kept across
+	 * reconnects, reset when the peer restarts). */
+	uint64_t tx_seq;		/* last seq assigned */
+	uint64_t rx_seq;		/* last in-order seq received */
 	uint64_t ack_sent;		/* last cumulative ack sent */
 	uint64_t ack_rx;		/* highest cumulative ack received */
 	ev_tstamp ack_pending_since;	/* first frame received after ack_sent */
@@ -161,6 +185,7 @@ struct link {
 	uint32_t n_backlog;		/* sends and control frames */
 	uint32_t n_ctl;			/* of those, control frames */
 	uint32_t n_unacked;
+	uint32_t n_unacked_data;	/* of those, EAGER and RTS: credits in use */
 	/* Rendezvous sends past their RTS (rlink), those with writes to post
 	 * (wlink), and rendezvous receives. */
 	struct link_frame_list rndv_tx;
@@ -173,6 +198,9 @@ struct link {
 	uint32_t next_recv_id;
 	ev_timer retry_w;		/* a post failed with nothing in flight */
 	ev_timer redial_w;
+	ev_timer ack_w;			/* retransmission timer: armed while
+					 * frames wait for an ack */
+	ev_timer timeout_w;		/* peer_timeout_ms after going down */
 	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
 	ev_tstamp down_since;
 	/* Counters. */
@@ -182,6 +210,12 @@ struct link {
 	uint64_t ctl_deferred;		/* control frames that had to wait */
 	uint64_t rndv_tx_done, rndv_rx_done, writes_tx;
 	uint64_t rndv_rx_failed;	/* receives completed with an error */
+	uint64_t retransmits;		/* frames sent again after a reconnect */
+	uint64_t rx_duplicates;		/* frames received twice, dropped */
+	uint64_t ack_timeouts;		/* connections broken for want of acks */
+	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
+	uint64_t peer_restarts;		/* new incarnations of the peer seen */
+	uint64_t rndv_restarts;		/* rendezvous writes started again */
 };
 
 /* Bytes per RDMA write WR of a rendezvous. */
@@ -197,7 +231,7 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
 /*
  * link_send - send a validated SEND descriptor of @q to the peer.
  * Takes a reference on @q until the descriptor completes.  Returns 0,
- * -EHOSTDOWN when the link has been down past the peer timeout (caller
+ * -EHOSTDOWN when the link has been down past peer_timeout_ms (caller
  * completes SL_ERR_PEER_DOWN), -ENOBUFS when link_backlog_max sends
  * already wait, or -ENOMEM (caller completes SL_NAK_BUSY for both).
  */
@@ -216,7 +250,7 @@ void link_cancel_queue(struct daemon *d, struct queue *q);
  * delivered to it) and the sender is told with an RTR carrying the
  * status.  Returns true when it took @r (the rendezvous is under way, or
  * waiting for its registration), false when @r is still the caller's
- * (the sender has been told, or its link is down and has failed it).
+ * (the sender has been told, or the node is not a peer).
  */
 bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
 			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id);
@@ -233,6 +267,10 @@ void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_
 /* Hand queued frames to the transport and write them (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep). */
 void link_flush_all(struct daemon *d, bool force_ack);
+
+/* Is @node a peer whose link has been down past peer_timeout_ms?  A
+ * receive naming it as its source then completes SL_ERR_PEER_DOWN. */
+bool link_node_timed_out(struct daemon *d, uint32_t node);
 
 /* "down", "connecting", "hello" or "up". */
 const char *link_state_name(enum link_state s);

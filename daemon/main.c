@@ -233,6 +233,8 @@ int main(int argc, char **argv)
 		log_err("getrandom: %m");
 		return 1;
 	}
+	if (d->incarnation == 0)
+		d->incarnation = 1;	/* 0 means "none known" in a HELLO */
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		log_err("SIGPIPE: %m");
 		return 1;
@@ -260,6 +262,8 @@ int main(int argc, char **argv)
 				.post_enomem_every = d->cfg.fault_post_enomem_every,
 				.reg_fail_after = d->cfg.fault_reg_fail_after,
 				.delay_completions_us = d->cfg.fault_delay_completions_us,
+				.cut_after_frames = d->cfg.fault_cut_after_frames,
+				.cut_every_frames = d->cfg.fault_cut_every_frames,
 			},
 		};
 

@@ -107,6 +107,12 @@ struct match_recv *match_pop_recv(struct match_queues *mq)
 	return r;
 }
 
+void match_remove_recv(struct match_queues *mq, struct match_recv *r)
+{
+	TAILQ_REMOVE(&mq->posted, r, link);
+	mq->n_posted--;
+}
+
 struct match_msg *match_pop_unexpected(struct match_queues *mq)
 {
 	struct match_msg *m = TAILQ_FIRST(&mq->unexpected);

@@ -94,6 +94,8 @@ void match_remove_unexpected(struct match_queues *mq, struct match_msg *m);
 /* Unlink and return the first posted receive / unexpected message, or
  * NULL when empty (teardown). */
 struct match_recv *match_pop_recv(struct match_queues *mq);
+/* Take posted receive @r out of the posted list (the caller completes it). */
+void match_remove_recv(struct match_queues *mq, struct match_recv *r);
 struct match_msg *match_pop_unexpected(struct match_queues *mq);
 
 #endif

@@ -70,6 +70,7 @@ static void write_all(struct daemon *d, FILE *f)
 	fprintf(f, "xport.faults_injected %llu\n", (unsigned long long)xs.faults_injected);
 	fprintf(f, "xport.writes_rx %llu\n", (unsigned long long)xs.writes_rx);
 	fprintf(f, "xport.access_errors %llu\n", (unsigned long long)xs.access_errors);
+	fprintf(f, "xport.cuts %llu\n", (unsigned long long)xs.cuts);
 
 	for (i = 0; i < d->n_links; i++) {
 		const struct link *l = d->links[i];
@@ -96,6 +97,16 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.rndv_tx_done %llu\n", n, (unsigned long long)l->rndv_tx_done);
 		fprintf(f, "link.%s.rndv_rx_done %llu\n", n, (unsigned long long)l->rndv_rx_done);
 		fprintf(f, "link.%s.rndv_rx_failed %llu\n", n, (unsigned long long)l->rndv_rx_failed);
+		fprintf(f, "link.%s.tx_seq %llu\n", n, (unsigned long long)l->tx_seq);
+		fprintf(f, "link.%s.rx_seq %llu\n", n, (unsigned long long)l->rx_seq);
+		fprintf(f, "link.%s.acked %llu\n", n, (unsigned long long)l->ack_rx);
+		fprintf(f, "link.%s.retransmits %llu\n", n, (unsigned long long)l->retransmits);
+		fprintf(f, "link.%s.rx_duplicates %llu\n", n, (unsigned long long)l->rx_duplicates);
+		fprintf(f, "link.%s.ack_timeouts %llu\n", n, (unsigned long long)l->ack_timeouts);
+		fprintf(f, "link.%s.peer_timeouts %llu\n", n, (unsigned long long)l->peer_timeouts);
+		fprintf(f, "link.%s.peer_restarts %llu\n", n, (unsigned long long)l->peer_restarts);
+		fprintf(f, "link.%s.rndv_restarts %llu\n", n, (unsigned long long)l->rndv_restarts);
+		fprintf(f, "link.%s.incarnation %016llx\n", n, (unsigned long long)l->peer_incarnation);
 	}
 }
 

@@ -12,17 +12,22 @@
  * Common header (32 bytes):
  *   0  u8  version       SL_WIRE_VERSION
  *   1  u8  type          enum sl_wire_type
- *   2  u16 flags         0 in version 1
+ *   2  u16 flags         0 in version 2
  *   4  u32 hdr_len       common + type header, bytes; exact per type
  *   8  u32 payload_len   bytes after the header
  *  12  u32 rsvd          0
- *  16  u64 seq           data frames: per-link sequence number (from 1);
- *                        control frames: 0
- *  24  u64 ack           cumulative: every data frame with seq <= ack has
- *                        been processed by the sender of this frame
+ *  16  u64 seq           sequenced frames (EAGER, RTS, NAK, RTR, FIN,
+ *                        DONE): per-link, per-direction sequence number,
+ *                        from 1, continuing across reconnects of the same
+ *                        pair of incarnations; HELLO, ACK, WRITE: 0
+ *  24  u64 ack           cumulative: every sequenced frame with seq <= ack
+ *                        has been processed by the sender of this frame
  *
  * Sequence numbers and cumulative acks give exactly-once delivery across a
- * reconnect (the HELLO carries the last in-order seq received).
+ * reconnect: each side keeps what it sent until an ack covers it, the
+ * HELLO says how far the other's stream arrived, and the rest is sent
+ * again, numbered on from there (RDS's and TCP's model, over connections
+ * that may break).
  */
 #ifndef SL_WIRE_H
 #define SL_WIRE_H
@@ -30,8 +35,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Version 1: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE, DONE as below. */
-#define SL_WIRE_VERSION 1u
+/* Version 2: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE, DONE as below;
+ * control frames are sequenced (version 1 sent them unsequenced, and lost
+ * them with their connection), and the HELLO names the incarnation its
+ * last_rx_seq counts from. */
+#define SL_WIRE_VERSION 2u
 
 #define SL_WIRE_COMMON_LEN 32u
 /* Largest header of any type; a receive buffer needs at least this. */
@@ -57,20 +65,24 @@ enum sl_wire_type {
 };
 
 /*
- * HELLO (type header 32 bytes, no payload): first frame each way on a new
+ * HELLO (type header 40 bytes, no payload): first frame each way on a new
  * connection.
  *   32 u32 node_id      sender's node id (sl_node_id of its name)
  *   36 u32 eager_max    sender's largest eager payload, bytes
- *   40 u64 incarnation  sender's start id; changes on every daemon start
- *   48 u64 last_rx_seq  last in-order data seq the sender received on this
- *                       link from the receiver's current incarnation
+ *   40 u64 incarnation  sender's start id, not 0; changes on every start
+ *   48 u64 last_rx_seq  last in-order seq the sender received on this link
+ *                       from incarnation peer_incarnation of the receiver
  *   56 u32 credits      data frames (EAGER, RTS) the receiver of this HELLO
  *                       may have sent without the sender's cumulative ack
  *                       covering them: a sliding window that ACKs move
  *                       (1..65536)
  *   60 u32 rsvd         0
+ *   64 u64 peer_incarnation  the receiver's incarnation as the sender last
+ *                       knew it, 0 for none; last_rx_seq means nothing to
+ *                       a receiver whose incarnation this is not (it
+ *                       restarted), and is then 0
  */
-#define SL_WIRE_HELLO_LEN 64u
+#define SL_WIRE_HELLO_LEN 72u
 
 /*
  * EAGER (type header 24 bytes, payload = the message): one tagged message.
@@ -86,9 +98,11 @@ enum sl_wire_type {
 #define SL_WIRE_ACK_LEN 32u
 
 /*
- * NAK (type header 16 bytes, no payload): the data frame nak_seq was not
- * delivered; status says why (an enum sl_status NAK or error).  A NAK is
- * sent before any ack that covers nak_seq.
+ * NAK (type header 16 bytes, no payload; sequenced): the data frame
+ * nak_seq was not delivered; status says why (an enum sl_status NAK or
+ * error).  A NAK is sent before any ack that covers nak_seq, and a HELLO's
+ * last_rx_seq does not complete anything: only acks carried in the stream
+ * do, so a NAK sent again after a reconnect still comes first.
  *   32 u64 nak_seq
  *   40 u32 status
  *   44 u32 rsvd         0
@@ -113,7 +127,7 @@ enum sl_wire_type {
 #define SL_WIRE_RTS_LEN 72u
 
 /*
- * RTR (control frame, no payload): the receiver matched RTS send_id and
+ * RTR (control frame, sequenced, no payload): the receiver matched RTS send_id and
  * registered its buffer; write len bytes to (rkey, raddr), the last WRITE
  * carrying recv_id as its immediate.  status != 0 refuses instead (the
  * receiver could not register, or its endpoint went away): the sender
@@ -129,7 +143,7 @@ enum sl_wire_type {
 #define SL_WIRE_RTR_LEN 72u
 
 /*
- * FIN (control frame, no payload): the sender ends rendezvous recv_id
+ * FIN (control frame, sequenced, no payload): the sender ends rendezvous recv_id
  * without the write-with-immediate; status 0 means the data was written,
  * anything else that it was not (the sender could not register its
  * buffer) and the receiver's receive stays posted.
@@ -153,12 +167,12 @@ enum sl_wire_type {
 #define SL_WIRE_WRITE_LEN 56u
 
 /*
- * DONE (control frame, no payload): the receiver has the data of
+ * DONE (control frame, sequenced, no payload): the receiver has the data of
  * rendezvous send_id in the matched receive's buffer and has completed
  * it.  Only then does the send complete: a write that left the sender
  * (or that the peer's NIC acknowledged) may still die with its daemon.
  *   32 u64 send_id      not 0
- *   40 u32 status       0 in version 1
+ *   40 u32 status       0 in version 2
  *   44 u32 rsvd         0
  */
 #define SL_WIRE_DONE_LEN 48u
@@ -177,6 +191,7 @@ struct sl_wire_frame {
 			uint64_t incarnation;
 			uint64_t last_rx_seq;
 			uint32_t credits;
+			uint64_t peer_incarnation;
 		} hello;
 		struct {
 			uint32_t src_port;
@@ -233,8 +248,8 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * written; the caller sends @f->payload_len bytes after the header.
  * Returns the header length in bytes, -EINVAL when @f is not a frame that
  * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
- * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a data
- * frame or non-zero on a control frame, a bad NAK status or nak_seq 0, a
+ * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a sequenced
+ * frame or non-zero on another, a bad NAK status or nak_seq 0, a
  * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, RTS, RTR, FIN,
  * WRITE or DONE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
@@ -249,11 +264,11 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * short to hold the whole header (read more and call again), or -EPROTO
  * when the bytes can never be a valid header: wrong version, unknown type,
  * hdr_len not the type's length, flags or reserved fields non-zero, payload
- * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a data
- * frame with seq 0 or a control frame with seq != 0, a NAK whose status is
+ * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a sequenced
+ * frame with seq 0 or another with seq != 0, a NAK whose status is
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
- * SL_NODE_LOCAL or SL_NODE_ANY or whose credits are 0 or over
- * SL_WIRE_CREDITS_MAX, an RTS with msg_len 0 or over
+ * SL_NODE_LOCAL or SL_NODE_ANY, whose incarnation is 0, or whose credits
+ * are 0 or over SL_WIRE_CREDITS_MAX, an RTS with msg_len 0 or over
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with

@@ -78,9 +78,10 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 	}
 }
 
-static int is_data_type(uint8_t type)
+/* Frames that take a sequence number: all but HELLO, ACK and WRITE. */
+static int is_sequenced_type(uint8_t type)
 {
-	return type == SL_WIRE_EAGER || type == SL_WIRE_RTS;
+	return type != SL_WIRE_HELLO && type != SL_WIRE_ACK && type != SL_WIRE_WRITE;
 }
 
 static int has_payload_type(uint8_t type)
@@ -121,7 +122,7 @@ static int frame_valid(uint8_t type, uint16_t flags, uint32_t payload_len,
 		return 0;
 	if (payload_len != 0 && !has_payload_type(type))
 		return 0;
-	if (is_data_type(type) ? seq == 0 : seq != 0)
+	if (is_sequenced_type(type) ? seq == 0 : seq != 0)
 		return 0;
 	return 1;
 }
@@ -137,7 +138,8 @@ static int fields_valid(const struct sl_wire_frame *f)
 {
 	switch (f->type) {
 	case SL_WIRE_HELLO:
-		return f->u.hello.credits >= 1 && f->u.hello.credits <= SL_WIRE_CREDITS_MAX;
+		return f->u.hello.credits >= 1 && f->u.hello.credits <= SL_WIRE_CREDITS_MAX &&
+		       f->u.hello.incarnation != 0;
 	case SL_WIRE_RTS:
 		return f->u.rts.msg_len != 0 && f->u.rts.msg_len <= SL_WIRE_RNDV_MAX &&
 		       f->u.rts.send_id != 0;
@@ -198,6 +200,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u64(p + 40, f->u.hello.incarnation);
 		put_u64(p + 48, f->u.hello.last_rx_seq);
 		put_u32(p + 56, f->u.hello.credits);
+		put_u64(p + 64, f->u.hello.peer_incarnation);
 		break;
 	case SL_WIRE_EAGER:
 		put_u32(p + 32, f->u.eager.src_port);
@@ -286,6 +289,7 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		tmp.u.hello.eager_max = get_u32(p + 36);
 		tmp.u.hello.incarnation = get_u64(p + 40);
 		tmp.u.hello.last_rx_seq = get_u64(p + 48);
+		tmp.u.hello.peer_incarnation = get_u64(p + 64);
 		break;
 	case SL_WIRE_EAGER:
 		if (get_u32(p + 52) != 0)

@@ -1392,7 +1392,7 @@ static bool may_post(struct kr_shared *kr, uint32_t n_down, uint32_t max_down)
 
 /*
  * A1: the completion @e of a send: one A1 posted (below @next) and not
- * completed before, SL_OK or failed by B's loss (SL_ERR_PEER_DOWN,
+ * completed before, SL_OK or failed by B's loss (SL_ERR_PEER_RESTARTED,
  * SL_ERR_NO_ENDPOINT), with the plan's length and tag and peer @dst.
  * Records its status; returns the message's index.
  */
@@ -1404,7 +1404,7 @@ static uint32_t kr_a1_cqe(const struct kr_plan *pl, struct kr_shared *kr,
 	CL_REQUIRE(CTX_KIND(e->user_ctx) == CTX_SEND && i < next && kr->status[i] < 0,
 		   CL_E_CTX, "send ctx %#llx %s", (unsigned long long)e->user_ctx,
 		   i < next ? "twice" : "never posted");
-	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_DOWN ||
+	CL_REQUIRE(e->status == SL_OK || e->status == SL_ERR_PEER_RESTARTED ||
 		   e->status == SL_ERR_NO_ENDPOINT, CL_E_STATUS, "send %u: %s", i,
 		   sl_strerror(e->status));
 	CL_REQUIRE(e->opcode == SL_OP_SEND && e->len == pl->len(i) && e->tag == pl->tag(i) &&
@@ -1531,7 +1531,7 @@ static void kr_restart_b(struct kr_run *r, const struct h_daemon *peers, unsigne
 
 /* The outcome of a run, from kr_tally(). */
 struct kr_tally {
-	uint32_t ok, down, noep;	/* SL_OK, SL_ERR_PEER_DOWN, SL_ERR_NO_ENDPOINT */
+	uint32_t ok, restarted, noep;	/* SL_OK, SL_ERR_PEER_RESTARTED, SL_ERR_NO_ENDPOINT */
 	uint32_t late;			/* posted once the new B1 was ready */
 	uint32_t deliv_failed;		/* failed, yet a B1 received it */
 	uint32_t n_lost;		/* SL_OK, yet no B1 received it ... */
@@ -1556,7 +1556,7 @@ static void kr_tally(const struct kr_plan *pl, const struct kr_shared *kr, struc
 
 		H_ASSERT(s >= 0, "send %u has no completion", i);
 		t->ok += s == SL_OK;
-		t->down += s == SL_ERR_PEER_DOWN;
+		t->restarted += s == SL_ERR_PEER_RESTARTED;
 		t->noep += s == SL_ERR_NO_ENDPOINT;
 		H_ASSERT(kr->delivered[i] <= 1, "message %u delivered %u times", i,
 			 kr->delivered[i]);
@@ -1574,7 +1574,7 @@ static void kr_tally(const struct kr_plan *pl, const struct kr_shared *kr, struc
 			t->ok_lost[t->n_lost++] = i;	/* checked last */
 		t->deliv_failed += s != SL_OK && kr->delivered[i];
 	}
-	H_EQ(t->ok + t->down + t->noep, pl->n);
+	H_EQ(t->ok + t->restarted + t->noep, pl->n);
 }
 
 /*
@@ -1861,20 +1861,20 @@ START_TEST(c04_sq_burst)
 	wait_daemon_idle(&nodes[0], peer_b, 1, 5000, &st);
 	enomem = h_stats_u64(&st, "xport.post_enomem");
 	frames = link_stat(&st, "B", "frames_tx");
-	printf("c04_sq_burst: %u sends: %u OK, %u PEER_DOWN, %u NO_ENDPOINT, each completed "
+	printf("c04_sq_burst: %u sends: %u OK, %u PEER_RESTARTED, %u NO_ENDPOINT, each completed "
 	       "once; B1 received %u, the new B1 %u (%u of them posted after it was ready); "
 	       "%u OK sends never arrived, %u failed sends had arrived; A: backlog %llu "
 	       "while B was down, %llu frames, post_enomem %llu, up to %u sends in flight; "
 	       "kill at %lld ms, new B1 ready %lld ms later, A1 done in %lld ms\n",
-	       F_TOTAL, t.ok, t.down, t.noep, sh->kr.received[1], sh->kr.received[2], t.late,
+	       F_TOTAL, t.ok, t.restarted, t.noep, sh->kr.received[1], sh->kr.received[2], t.late,
 	       t.n_lost, t.deliv_failed, (unsigned long long)backlog_down,
 	       (unsigned long long)frames, (unsigned long long)enomem, sh->max_out,
 	       (long long)(t_kill - t0), (long long)(t_ready - t_kill), (long long)sh->a1_ms);
 	/* The daemon never posts more than its SQ holds. */
 	H_EQ(enomem, 0);
 	H_EQ(link_stat(&st, "B", "post_enomem"), 0);
-	H_ASSERT(t.ok > 0 && t.down + t.noep > 0, "%u OK, %u failed: the kill missed the burst",
-		 t.ok, t.down + t.noep);
+	H_ASSERT(t.ok > 0 && t.restarted + t.noep > 0, "%u OK, %u failed: the kill missed the burst",
+		 t.ok, t.restarted + t.noep);
 	kr_finish(&r, "c04_sq_burst", &f_plan, &t);
 	shared_free(sh, sizeof(*sh));
 }
@@ -2182,13 +2182,13 @@ static void c08_run(const char *label, bool cache_off)
 		h_fail(__FILE__, __LINE__, "clients", "%s", msg);
 
 	kr_tally(&e_plan, &sh->kr, &t);
-	H_ASSERT(t.down + t.noep > 0, "no send failed: the kill missed the transfers");
+	H_ASSERT(t.restarted + t.noep > 0, "no send failed: the kill missed the transfers");
 	H_ASSERT(sh->pp_rounds > 0 && sh->pp_max_rtt_ms < E_PP_MAX_RTT_MS,
 		 "A2<->C1: %u rounds, slowest %lld ms", sh->pp_rounds, (long long)sh->pp_max_rtt_ms);
-	printf("%s: 200 x 1 MiB: %u OK, %u PEER_DOWN, %u NO_ENDPOINT; B1 received %u, the new "
+	printf("%s: 200 x 1 MiB: %u OK, %u PEER_RESTARTED, %u NO_ENDPOINT; B1 received %u, the new "
 	       "B1 %u (%u posted after it was ready); %u OK never arrived, %u failed had arrived; "
 	       "A rcache %llu hits %llu misses, regs %llu deregs %llu, %llu regions and %llu "
-	       "MRs idle; A2<->C1 %u round trips, slowest %lld ms\n", label, t.ok, t.down, t.noep,
+	       "MRs idle; A2<->C1 %u round trips, slowest %lld ms\n", label, t.ok, t.restarted, t.noep,
 	       sh->kr.received[1], sh->kr.received[2], t.late, t.n_lost, t.deliv_failed,
 	       (unsigned long long)hits, (unsigned long long)misses, (unsigned long long)regs,
 	       (unsigned long long)deregs, (unsigned long long)regions, (unsigned long long)mrs,

@@ -43,7 +43,7 @@ static uint32_t spec_hdr_len(uint8_t type)
 {
 	switch (type) {
 	case SL_WIRE_HELLO:
-		return 64;
+		return 72;
 	case SL_WIRE_EAGER:
 		return 56;
 	case SL_WIRE_ACK:
@@ -65,11 +65,39 @@ static uint32_t spec_hdr_len(uint8_t type)
 	}
 }
 
-/* Data frames are sequenced (seq >= 1); all others carry seq 0. */
-static int spec_is_data(uint8_t type)
+/* The version byte of every frame. */
+#define SPEC_VERSION 2u
+
+/*
+ * Sequenced frames (seq >= 1): the data frames EAGER and RTS and, since
+ * version 2, the control frames NAK, RTR, FIN and DONE.  HELLO, ACK and
+ * WRITE carry seq 0.
+ */
+static int spec_is_sequenced(uint8_t type)
 {
-	return type == SL_WIRE_EAGER || type == SL_WIRE_RTS;
+	switch (type) {
+	case SL_WIRE_EAGER:
+	case SL_WIRE_NAK:
+	case SL_WIRE_RTS:
+	case SL_WIRE_RTR:
+	case SL_WIRE_FIN:
+	case SL_WIRE_DONE:
+		return 1;
+	default:
+		return 0;
+	}
 }
+
+static const uint8_t sequenced_types[] = {
+	SL_WIRE_EAGER, SL_WIRE_NAK, SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN,
+	SL_WIRE_DONE,
+};
+#define N_SEQUENCED_TYPES (sizeof(sequenced_types) / sizeof(sequenced_types[0]))
+
+static const uint8_t unsequenced_types[] = {
+	SL_WIRE_HELLO, SL_WIRE_ACK, SL_WIRE_WRITE,
+};
+#define N_UNSEQUENCED_TYPES (sizeof(unsequenced_types) / sizeof(unsequenced_types[0]))
 
 static int spec_has_payload(uint8_t type)
 {
@@ -165,6 +193,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.hello.incarnation = 0xb1b2b3b4b5b6b7b8ull;
 		f.u.hello.last_rx_seq = 0xc1c2c3c4c5c6c7c8ull;
 		f.u.hello.credits = 0x0000d3d4u;	/* <= SL_WIRE_CREDITS_MAX */
+		f.u.hello.peer_incarnation = 0xe1e2e3e4e5e6e7e8ull;
 		break;
 	case SL_WIRE_EAGER:
 		f.seq = 0x1112131415161718ull;
@@ -175,6 +204,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.eager.dst_node = 0x51525354u;
 		break;
 	case SL_WIRE_NAK:
+		f.seq = 0x1a1b1c1d1e1f1011ull;
 		f.u.nak.nak_seq = 0x6162636465666768ull;
 		f.u.nak.status = SL_NAK_RECEIVER_FULL;
 		break;
@@ -188,6 +218,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.rts.send_id = 0x7172737475767778ull;
 		break;
 	case SL_WIRE_RTR:
+		f.seq = 0x5a5b5c5d5e5f5051ull;
 		f.u.rtr.send_id = 0x8182838485868788ull;
 		f.u.rtr.raddr = 0x9192939495969798ull;
 		f.u.rtr.len = 0x2a2b2c2dull;		/* <= SL_WIRE_RNDV_MAX */
@@ -196,6 +227,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.rtr.status = SL_OK;
 		break;
 	case SL_WIRE_FIN:
+		f.seq = 0x3a3b3c3d3e3f3031ull;
 		f.u.fin.recv_id = 0xc1c2c3c4u;
 		f.u.fin.status = SL_ERR_ACCESS;
 		break;
@@ -207,8 +239,9 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.write.imm = 0xf1f2f3f4u;
 		break;
 	case SL_WIRE_DONE:
+		f.seq = 0x4a4b4c4d4e4f4041ull;
 		f.u.done.send_id = 0xe1e2e3e4e5e6e7e8ull;
-		f.u.done.status = SL_OK;		/* the only one in version 1 */
+		f.u.done.status = SL_OK;		/* the only one in version 2 */
 		break;
 	default:
 		break;
@@ -230,7 +263,8 @@ static int frames_equal(const struct sl_wire_frame *a,
 		       a->u.hello.eager_max == b->u.hello.eager_max &&
 		       a->u.hello.incarnation == b->u.hello.incarnation &&
 		       a->u.hello.last_rx_seq == b->u.hello.last_rx_seq &&
-		       a->u.hello.credits == b->u.hello.credits;
+		       a->u.hello.credits == b->u.hello.credits &&
+		       a->u.hello.peer_incarnation == b->u.hello.peer_incarnation;
 	case SL_WIRE_EAGER:
 		return a->u.eager.src_port == b->u.eager.src_port &&
 		       a->u.eager.dst_port == b->u.eager.dst_port &&
@@ -287,6 +321,8 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.hello.incarnation, b->u.hello.incarnation);
 		ck_assert_uint_eq(a->u.hello.last_rx_seq, b->u.hello.last_rx_seq);
 		ck_assert_uint_eq(a->u.hello.credits, b->u.hello.credits);
+		ck_assert_uint_eq(a->u.hello.peer_incarnation,
+				  b->u.hello.peer_incarnation);
 		break;
 	case SL_WIRE_EAGER:
 		ck_assert_uint_eq(a->u.eager.src_port, b->u.eager.src_port);
@@ -402,7 +438,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 
 	ck_assert_uint_ne(hlen, 0);
 	memset(p, 0, hlen);
-	p[0] = 1;
+	p[0] = SPEC_VERSION;
 	p[1] = f->type;
 	put_le16(p + 2, f->flags);
 	put_le32(p + 4, hlen);
@@ -416,6 +452,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le64(p + 40, f->u.hello.incarnation);
 		put_le64(p + 48, f->u.hello.last_rx_seq);
 		put_le32(p + 56, f->u.hello.credits);
+		put_le64(p + 64, f->u.hello.peer_incarnation);
 		break;
 	case SL_WIRE_EAGER:
 		put_le32(p + 32, f->u.eager.src_port);
@@ -536,7 +573,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 	uint8_t type;
 	uint32_t hlen;
 
-	if (len >= 1 && p[0] != 1)
+	if (len >= 1 && p[0] != SPEC_VERSION)
 		return 1;
 	if (len < 2)
 		return 0;
@@ -556,7 +593,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 	}
 	if (HAVE(12, 4) && get_le(p + 12, 4) != 0)
 		return 1;
-	if (HAVE(16, 8) && (spec_is_data(type) ? get_le(p + 16, 8) == 0 :
+	if (HAVE(16, 8) && (spec_is_sequenced(type) ? get_le(p + 16, 8) == 0 :
 			     get_le(p + 16, 8) != 0))
 		return 1;
 	switch (type) {
@@ -564,10 +601,13 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(32, 4) && (get_le(p + 32, 4) == SL_NODE_LOCAL ||
 				    get_le(p + 32, 4) == SL_NODE_ANY))
 			return 1;
+		if (HAVE(40, 8) && get_le(p + 40, 8) == 0)
+			return 1;
 		if (HAVE(56, 4) && !spec_credits_valid(get_le(p + 56, 4)))
 			return 1;
 		if (HAVE(60, 4) && get_le(p + 60, 4) != 0)
 			return 1;
+		/* 64..71 peer_incarnation: any value, 0 included. */
 		break;
 	case SL_WIRE_EAGER:
 		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
@@ -652,6 +692,8 @@ START_TEST(test_hdr_len)
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_DONE), SL_WIRE_DONE_LEN);
 	ck_assert_uint_eq(SL_WIRE_DONE, 9);
 	ck_assert_uint_eq(SL_WIRE_DONE_LEN, 48);
+	ck_assert_uint_eq(SL_WIRE_HELLO_LEN, 72);	/* 64 in version 1 */
+	ck_assert_uint_eq(SL_WIRE_VERSION, 2);
 	ck_assert_uint_eq(sl_wire_hdr_len(0), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(10), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_TYPE_MAX + 1), 0);
@@ -746,7 +788,26 @@ START_TEST(test_round_trip_extremes)
 		ck_assert_int_eq(rc, (int)SL_WIRE_NAK_LEN);
 		ck_assert_int_eq(sl_wire_decode(buf, (size_t)rc, &out), rc);
 		ck_assert_uint_eq(out.u.nak.status, nak_statuses[i]);
+		ck_assert_uint_eq(out.seq, 0x1a1b1c1d1e1f1011ull);
 	}
+
+	/* A NAK is sequenced (version 2): seq and nak_seq at their ends. */
+	in = make_frame(SL_WIRE_NAK);
+	in.seq = UINT64_MAX;
+	in.ack = UINT64_MAX;
+	in.u.nak.nak_seq = UINT64_MAX;
+	expect_valid(&in);
+	in.seq = 1;
+	in.ack = 0;
+	in.u.nak.nak_seq = 1;
+	expect_valid(&in);
+
+	/* ACK: seq 0, any ack. */
+	in = make_frame(SL_WIRE_ACK);
+	in.ack = UINT64_MAX;
+	expect_valid(&in);
+	in.ack = 0;
+	expect_valid(&in);
 }
 END_TEST
 
@@ -774,6 +835,7 @@ START_TEST(test_round_trip_extremes_rndv)
 	expect_valid(&f);
 
 	f = make_frame(SL_WIRE_RTR);
+	f.seq = UINT64_MAX;
 	f.ack = UINT64_MAX;
 	f.u.rtr.send_id = UINT64_MAX;
 	f.u.rtr.raddr = UINT64_MAX;
@@ -783,6 +845,7 @@ START_TEST(test_round_trip_extremes_rndv)
 	f.u.rtr.status = SL_OK;
 	expect_valid(&f);
 	memset(&f.u, 0, sizeof(f.u));
+	f.seq = 1;
 	f.ack = 0;
 	f.u.rtr.send_id = 1;
 	f.u.rtr.recv_id = 1;
@@ -807,10 +870,12 @@ START_TEST(test_round_trip_extremes_rndv)
 	}
 
 	f = make_frame(SL_WIRE_FIN);
+	f.seq = UINT64_MAX;
 	f.ack = UINT64_MAX;
 	f.u.fin.recv_id = UINT32_MAX;
 	f.u.fin.status = SL_OK;
 	expect_valid(&f);
+	f.seq = 1;
 	f.ack = 0;
 	f.u.fin.recv_id = 1;
 	expect_valid(&f);
@@ -837,11 +902,13 @@ START_TEST(test_round_trip_extremes_rndv)
 	expect_valid(&f);	/* an immediate of 0 is still an immediate */
 
 	f = make_frame(SL_WIRE_DONE);
+	f.seq = UINT64_MAX;
 	f.ack = UINT64_MAX;
 	f.u.done.send_id = UINT64_MAX;
 	f.u.done.status = SL_OK;
 	expect_valid(&f);
 	memset(&f.u, 0, sizeof(f.u));
+	f.seq = 1;
 	f.ack = 0;
 	f.u.done.send_id = 1;
 	expect_valid(&f);
@@ -850,7 +917,10 @@ START_TEST(test_round_trip_extremes_rndv)
 }
 END_TEST
 
-/* Every HELLO field at its largest, then its smallest valid value. */
+/*
+ * Every HELLO field at its largest, then its smallest valid value: the
+ * incarnation's is 1 (0 is refused), peer_incarnation's is 0 ("none").
+ */
 START_TEST(test_round_trip_extremes_hello)
 {
 	struct sl_wire_frame f;
@@ -862,15 +932,23 @@ START_TEST(test_round_trip_extremes_hello)
 	f.u.hello.incarnation = UINT64_MAX;
 	f.u.hello.last_rx_seq = UINT64_MAX;
 	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+	f.u.hello.peer_incarnation = UINT64_MAX;
 	expect_valid(&f);
 	memset(&f.u, 0, sizeof(f.u));
 	f.ack = 0;
 	f.u.hello.node_id = SL_NODE_LOCAL + 1;
 	f.u.hello.credits = 1;
-	expect_valid(&f);	/* eager_max, incarnation, last_rx_seq 0 */
+	expect_invalid(&f);	/* incarnation 0 */
+	f.u.hello.incarnation = 1;
+	expect_valid(&f);	/* eager_max, last_rx_seq, peer_incarnation 0 */
 	/* The ends of the window with the other fields at theirs. */
 	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
 	expect_valid(&f);
+	/* peer_incarnation at its largest with the rest at their smallest. */
+	f.u.hello.peer_incarnation = UINT64_MAX;
+	expect_valid(&f);
+	f.u.hello.incarnation = 0;
+	expect_invalid(&f);
 	f = make_frame(SL_WIRE_HELLO);
 	f.ack = UINT64_MAX;
 	f.u.hello.node_id = UINT32_MAX - 1;
@@ -878,6 +956,15 @@ START_TEST(test_round_trip_extremes_hello)
 	f.u.hello.incarnation = UINT64_MAX;
 	f.u.hello.last_rx_seq = UINT64_MAX;
 	f.u.hello.credits = 1;
+	f.u.hello.peer_incarnation = 0;
+	expect_valid(&f);
+	f.u.hello.incarnation = 1;
+	expect_valid(&f);
+	f.u.hello.incarnation = 0;
+	expect_invalid(&f);
+	/* The same incarnation on both sides is nothing special. */
+	f = make_frame(SL_WIRE_HELLO);
+	f.u.hello.peer_incarnation = f.u.hello.incarnation;
 	expect_valid(&f);
 	/* Every good grant survives the trip. */
 	for (size_t i = 0; i < N_GOOD_CREDITS; i++) {
@@ -891,8 +978,8 @@ END_TEST
 START_TEST(test_exact_bytes_eager)
 {
 	static const uint8_t want[SL_WIRE_EAGER_LEN] = {
-		/* 0 version, type, flags */
-		0x01, 0x02, 0x00, 0x00,
+		/* 0 version 2, type 2, flags */
+		0x02, 0x02, 0x00, 0x00,
 		/* 4 hdr_len = 56 */
 		0x38, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 5 */
@@ -921,7 +1008,8 @@ START_TEST(test_exact_bytes_eager)
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_EAGER_LEN);
 	ck_assert_mem_eq(buf, want, sizeof(want));
-	ck_assert_uint_eq(buf[0], 1);
+	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], SL_WIRE_VERSION);
 	ck_assert_uint_eq(buf[16], 0x18);
 	ck_assert_uint_eq(buf[23], 0x11);
 	/* Nothing written past the header. */
@@ -963,8 +1051,8 @@ static void check_golden(uint8_t type, const uint8_t *want, size_t n)
 START_TEST(test_exact_bytes_rts)
 {
 	static const uint8_t want[SL_WIRE_RTS_LEN] = {
-		/* 0 version, type 5, flags */
-		0x01, 0x05, 0x00, 0x00,
+		/* 0 version 2, type 5, flags */
+		0x02, 0x05, 0x00, 0x00,
 		/* 4 hdr_len = 72 */
 		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -998,16 +1086,16 @@ END_TEST
 START_TEST(test_exact_bytes_rtr)
 {
 	static const uint8_t want[SL_WIRE_RTR_LEN] = {
-		/* 0 version, type 6, flags */
-		0x01, 0x06, 0x00, 0x00,
+		/* 0 version 2, type 6, flags */
+		0x02, 0x06, 0x00, 0x00,
 		/* 4 hdr_len = 72 */
 		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
 		0x00, 0x00, 0x00, 0x00,
 		/* 12 rsvd */
 		0x00, 0x00, 0x00, 0x00,
-		/* 16 seq: control frame */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: a sequenced control frame */
+		0x51, 0x50, 0x5f, 0x5e, 0x5d, 0x5c, 0x5b, 0x5a,
 		/* 24 ack */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
 		/* 32 send_id */
@@ -1047,16 +1135,16 @@ END_TEST
 START_TEST(test_exact_bytes_fin)
 {
 	static const uint8_t want[SL_WIRE_FIN_LEN] = {
-		/* 0 version, type 7, flags */
-		0x01, 0x07, 0x00, 0x00,
+		/* 0 version 2, type 7, flags */
+		0x02, 0x07, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
 		0x00, 0x00, 0x00, 0x00,
 		/* 12 rsvd */
 		0x00, 0x00, 0x00, 0x00,
-		/* 16 seq: control frame */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: a sequenced control frame */
+		0x31, 0x30, 0x3f, 0x3e, 0x3d, 0x3c, 0x3b, 0x3a,
 		/* 24 ack */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
 		/* 32 recv_id */
@@ -1074,15 +1162,15 @@ END_TEST
 START_TEST(test_exact_bytes_write)
 {
 	static const uint8_t want[SL_WIRE_WRITE_LEN] = {
-		/* 0 version, type 8, flags */
-		0x01, 0x08, 0x00, 0x00,
+		/* 0 version 2, type 8, flags */
+		0x02, 0x08, 0x00, 0x00,
 		/* 4 hdr_len = 56 */
 		0x38, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 7 */
 		0x07, 0x00, 0x00, 0x00,
 		/* 12 rsvd */
 		0x00, 0x00, 0x00, 0x00,
-		/* 16 seq: not a data frame */
+		/* 16 seq: WRITE is not sequenced */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		/* 24 ack */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1105,21 +1193,21 @@ END_TEST
 START_TEST(test_exact_bytes_done)
 {
 	static const uint8_t want[SL_WIRE_DONE_LEN] = {
-		/* 0 version, type 9, flags */
-		0x01, 0x09, 0x00, 0x00,
+		/* 0 version 2, type 9, flags */
+		0x02, 0x09, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
 		0x00, 0x00, 0x00, 0x00,
 		/* 12 rsvd */
 		0x00, 0x00, 0x00, 0x00,
-		/* 16 seq: control frame */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: a sequenced control frame */
+		0x41, 0x40, 0x4f, 0x4e, 0x4d, 0x4c, 0x4b, 0x4a,
 		/* 24 ack */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
 		/* 32 send_id */
 		0xe8, 0xe7, 0xe6, 0xe5, 0xe4, 0xe3, 0xe2, 0xe1,
-		/* 40 status = SL_OK, the only one in version 1 */
+		/* 40 status = SL_OK, the only one in version 2 */
 		0x00, 0x00, 0x00, 0x00,
 		/* 44 rsvd */
 		0x00, 0x00, 0x00, 0x00,
@@ -1132,15 +1220,15 @@ END_TEST
 START_TEST(test_exact_bytes_hello)
 {
 	static const uint8_t want[SL_WIRE_HELLO_LEN] = {
-		/* 0 version, type 1, flags */
-		0x01, 0x01, 0x00, 0x00,
-		/* 4 hdr_len = 64 */
-		0x40, 0x00, 0x00, 0x00,
+		/* 0 version 2, type 1, flags */
+		0x02, 0x01, 0x00, 0x00,
+		/* 4 hdr_len = 72 */
+		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
 		0x00, 0x00, 0x00, 0x00,
 		/* 12 rsvd */
 		0x00, 0x00, 0x00, 0x00,
-		/* 16 seq: control frame */
+		/* 16 seq: HELLO is not sequenced */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 		/* 24 ack */
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
@@ -1156,6 +1244,8 @@ START_TEST(test_exact_bytes_hello)
 		0xd4, 0xd3, 0x00, 0x00,
 		/* 60 rsvd */
 		0x00, 0x00, 0x00, 0x00,
+		/* 64 peer_incarnation */
+		0xe8, 0xe7, 0xe6, 0xe5, 0xe4, 0xe3, 0xe2, 0xe1,
 	};
 	/* The credits field at its ends: byte 2 is reached only by the
 	 * largest grant. */
@@ -1180,30 +1270,141 @@ START_TEST(test_exact_bytes_hello)
 				 (int)SL_WIRE_HELLO_LEN);
 		ck_assert_mem_eq(buf, want, 56);
 		ck_assert_mem_eq(buf + 56, ends[i].bytes, 4);
-		ck_assert_mem_eq(buf + 60, want + 60, 4);
-		ck_assert_uint_eq(buf[64], 0xff);
+		ck_assert_mem_eq(buf + 60, want + 60, 12);
+		ck_assert_uint_eq(buf[72], 0xff);
 		memset(&out, 0xee, sizeof(out));
 		ck_assert_int_eq(sl_wire_decode(guarded(buf, SL_WIRE_HELLO_LEN),
 						SL_WIRE_HELLO_LEN, &out),
 				 (int)SL_WIRE_HELLO_LEN);
 		ck_assert_uint_eq(out.u.hello.credits, ends[i].credits);
 	}
+
+	/* The two incarnations at their ends: the smallest incarnation is 1,
+	 * peer_incarnation takes 0 ("none") and all ones. */
+	{
+		static const struct {
+			uint64_t inc, peer;
+			uint8_t inc_bytes[8], peer_bytes[8];
+		} incs[] = {
+			{ 1, 0,
+			  { 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
+			  { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 } },
+			{ UINT64_MAX, UINT64_MAX,
+			  { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+			  { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+			{ 1ull << 63, 1,
+			  { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80 },
+			  { 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 } },
+			{ 0x0102030405060708ull, 1ull << 63,
+			  { 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01 },
+			  { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80 } },
+		};
+
+		for (size_t i = 0; i < sizeof(incs) / sizeof(incs[0]); i++) {
+			f = make_frame(SL_WIRE_HELLO);
+			f.u.hello.incarnation = incs[i].inc;
+			f.u.hello.peer_incarnation = incs[i].peer;
+			memset(buf, 0xff, sizeof(buf));
+			ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+					 (int)SL_WIRE_HELLO_LEN);
+			ck_assert_mem_eq(buf, want, 40);
+			ck_assert_mem_eq(buf + 40, incs[i].inc_bytes, 8);
+			ck_assert_mem_eq(buf + 48, want + 48, 16);
+			ck_assert_mem_eq(buf + 64, incs[i].peer_bytes, 8);
+			ck_assert_uint_eq(buf[72], 0xff);
+			memset(&out, 0xee, sizeof(out));
+			ck_assert_int_eq(sl_wire_decode(guarded(buf, SL_WIRE_HELLO_LEN),
+							SL_WIRE_HELLO_LEN, &out),
+					 (int)SL_WIRE_HELLO_LEN);
+			ck_assert_uint_eq(out.u.hello.incarnation, incs[i].inc);
+			ck_assert_uint_eq(out.u.hello.peer_incarnation, incs[i].peer);
+		}
+	}
+
+	/* The golden HELLO as version 1 sent it (64 bytes, hdr_len 64) is
+	 * refused: by its version byte, and with version 2 by its length. */
+	memcpy(buf, want, 64);
+	buf[0] = 1;
+	buf[4] = 64;
+	expect_eproto(buf, 64);
+	expect_eproto(buf, 1);
+	buf[0] = SPEC_VERSION;
+	expect_eproto(buf, 64);
+	/* ... and so is the version 2 HELLO with a version 1 byte. */
+	memcpy(buf, want, sizeof(want));
+	buf[0] = 1;
+	expect_eproto(buf, sizeof(want));
+	/* An incarnation of 0 is refused; the golden bytes are otherwise good. */
+	memcpy(buf, want, sizeof(want));
+	memset(buf + 40, 0, 8);
+	expect_eproto(buf, sizeof(want));
+	f = make_frame(SL_WIRE_HELLO);
+	f.u.hello.incarnation = 0;
+	expect_invalid(&f);
+}
+END_TEST
+
+START_TEST(test_exact_bytes_nak)
+{
+	static const uint8_t want[SL_WIRE_NAK_LEN] = {
+		/* 0 version 2, type 4, flags */
+		0x02, 0x04, 0x00, 0x00,
+		/* 4 hdr_len = 48 */
+		0x30, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: a sequenced control frame */
+		0x11, 0x10, 0x1f, 0x1e, 0x1d, 0x1c, 0x1b, 0x1a,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 nak_seq */
+		0x68, 0x67, 0x66, 0x65, 0x64, 0x63, 0x62, 0x61,
+		/* 40 status = SL_NAK_RECEIVER_FULL (2) */
+		0x02, 0x00, 0x00, 0x00,
+		/* 44 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+
+	check_golden(SL_WIRE_NAK, want, sizeof(want));
+}
+END_TEST
+
+START_TEST(test_exact_bytes_ack)
+{
+	static const uint8_t want[SL_WIRE_ACK_LEN] = {
+		/* 0 version 2, type 3, flags */
+		0x02, 0x03, 0x00, 0x00,
+		/* 4 hdr_len = 32 */
+		0x20, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: ACK is not sequenced */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+	};
+
+	check_golden(SL_WIRE_ACK, want, sizeof(want));
 }
 END_TEST
 
 START_TEST(test_exact_bytes_hello_nak_ack)
 {
-	uint8_t buf[SL_WIRE_HDR_MAX];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	struct sl_wire_frame f;
 
 	f = make_frame(SL_WIRE_HELLO);
 	memset(buf, 0xff, sizeof(buf));
-	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 64);
-	ck_assert_uint_eq(buf[0], 1);
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 72);
+	ck_assert_uint_eq(buf[0], 2);
 	ck_assert_uint_eq(buf[1], SL_WIRE_HELLO);
-	ck_assert_uint_eq(buf[4], 64);
+	ck_assert_uint_eq(buf[4], 72);
 	for (int i = 16; i < 24; i++)
-		ck_assert_uint_eq(buf[i], 0);	/* control frame: seq 0 */
+		ck_assert_uint_eq(buf[i], 0);	/* HELLO is not sequenced */
 	ck_assert_uint_eq(buf[32], 0xa4);
 	ck_assert_uint_eq(buf[35], 0xa1);
 	ck_assert_uint_eq(buf[38], 0x01);	/* eager_max 0x10000 */
@@ -1217,12 +1418,17 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	ck_assert_uint_eq(buf[59], 0);
 	for (int i = 60; i < 64; i++)
 		ck_assert_uint_eq(buf[i], 0);	/* rsvd */
-	ck_assert_uint_eq(buf[64], 0xff);
+	ck_assert_uint_eq(buf[64], 0xe8);	/* peer_incarnation */
+	ck_assert_uint_eq(buf[71], 0xe1);
+	ck_assert_uint_eq(buf[72], 0xff);
 
 	f = make_frame(SL_WIRE_NAK);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 48);
+	ck_assert_uint_eq(buf[0], 2);
 	ck_assert_uint_eq(buf[4], 48);
+	ck_assert_uint_eq(buf[16], 0x11);	/* NAK is sequenced */
+	ck_assert_uint_eq(buf[23], 0x1a);
 	ck_assert_uint_eq(buf[32], 0x68);
 	ck_assert_uint_eq(buf[39], 0x61);
 	ck_assert_uint_eq(buf[40], SL_NAK_RECEIVER_FULL);
@@ -1233,7 +1439,10 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	f = make_frame(SL_WIRE_ACK);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 32);
+	ck_assert_uint_eq(buf[0], 2);
 	ck_assert_uint_eq(buf[4], 32);
+	for (int i = 16; i < 24; i++)
+		ck_assert_uint_eq(buf[i], 0);	/* ACK is not sequenced */
 	ck_assert_uint_eq(buf[24], 0x08);
 	ck_assert_uint_eq(buf[31], 0x01);
 	ck_assert_uint_eq(buf[32], 0xff);
@@ -1242,7 +1451,8 @@ END_TEST
 
 START_TEST(test_bad_version)
 {
-	static const uint8_t versions[] = { 0, 2, 0x81, 255 };
+	/* 1 included: a version 1 peer's frames are refused outright. */
+	static const uint8_t versions[] = { 0, 1, 3, 0x81, 0x82, 255 };
 	uint8_t buf[128];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
@@ -1254,7 +1464,20 @@ START_TEST(test_bad_version)
 			/* Knowable from the first byte alone. */
 			expect_eproto(buf, 1);
 		}
+		/* Every version byte: 2 and only 2. */
+		for (unsigned v = 0; v < 256; v++) {
+			size_t len = encode_valid(all_types[t], buf, sizeof(buf));
+
+			buf[0] = (uint8_t)v;
+			if (v == SPEC_VERSION) {
+				expect_ok(buf, len);
+			} else {
+				expect_eproto(buf, len);
+				expect_eproto(buf, 1);
+			}
+		}
 	}
+	ck_assert_uint_eq(SL_WIRE_VERSION, SPEC_VERSION);
 }
 END_TEST
 
@@ -1295,6 +1518,7 @@ START_TEST(test_bad_hdr_len)
 			SL_WIRE_HELLO_LEN, SL_WIRE_EAGER_LEN, SL_WIRE_ACK_LEN,
 			SL_WIRE_NAK_LEN, SL_WIRE_RTS_LEN, SL_WIRE_RTR_LEN,
 			SL_WIRE_FIN_LEN, SL_WIRE_WRITE_LEN, SL_WIRE_DONE_LEN,
+			64,	/* version 1's HELLO */
 			hlen | 0x100,
 			hlen | 0x01000000u,
 		};
@@ -1354,7 +1578,7 @@ START_TEST(test_bad_rsvd)
 		switch (type) {
 		case SL_WIRE_HELLO:
 			rs = 60;	/* 56..59 are the credits */
-			re = 64;
+			re = 64;	/* 64..71 peer_incarnation: any value */
 			break;
 		case SL_WIRE_EAGER:
 			rs = 52;
@@ -1463,12 +1687,13 @@ START_TEST(test_bad_seq)
 	uint8_t buf[128];
 	size_t len;
 
-	/* Data frames: seq from 1, any bit of all 64 counts. */
+	/* Sequenced frames (data and, since version 2, NAK, RTR, FIN and
+	 * DONE): seq from 1, any bit of all 64 counts. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		static const uint64_t seqs[] = { 1, 0x100, 1ull << 32, 1ull << 63,
 						 UINT64_MAX };
 
-		if (!spec_is_data(all_types[t]))
+		if (!spec_is_sequenced(all_types[t]))
 			continue;
 		len = encode_valid(all_types[t], buf, sizeof(buf));
 		put_le64(buf + 16, 0);
@@ -1479,17 +1704,131 @@ START_TEST(test_bad_seq)
 		}
 	}
 
-	/* Control and transport frames: seq 0 only. */
+	/* HELLO, ACK and WRITE: seq 0 only. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		static const uint64_t seqs[] = { 1, 0x100, 1ull << 32, 1ull << 63,
 						 UINT64_MAX };
 
-		if (spec_is_data(all_types[t]))
+		if (spec_is_sequenced(all_types[t]))
 			continue;
 		for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
 			len = encode_valid(all_types[t], buf, sizeof(buf));
 			put_le64(buf + 16, seqs[i]);
 			expect_eproto(buf, len);
+		}
+	}
+}
+END_TEST
+
+/*
+ * The version 2 seq rule, type by type and both ways (the encoder refuses
+ * the frame with -EINVAL, both decoders its bytes with -EPROTO): EAGER,
+ * RTS, NAK, RTR, FIN and DONE are refused with seq 0 and take any other;
+ * HELLO, ACK and WRITE are refused with any seq but 0.
+ */
+START_TEST(test_seq_rules)
+{
+	static const uint64_t seqs[] = {
+		1, 2, 0xff, 0x100, 0x10000, 1ull << 32, (1ull << 32) | 1,
+		1ull << 56, 1ull << 63, UINT64_MAX - 1, UINT64_MAX,
+	};
+	static const uint64_t acks[] = { 0, 1, UINT64_MAX };
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+	size_t len;
+
+	/* The two lists are all the types, each once, as spec_is_sequenced()
+	 * says. */
+	ck_assert_uint_eq(N_SEQUENCED_TYPES, 6);
+	ck_assert_uint_eq(N_UNSEQUENCED_TYPES, 3);
+	ck_assert_uint_eq(N_SEQUENCED_TYPES + N_UNSEQUENCED_TYPES, N_TYPES);
+	for (size_t t = 0; t < N_TYPES; t++) {
+		int in_seq = 0, in_unseq = 0;
+
+		for (size_t i = 0; i < N_SEQUENCED_TYPES; i++)
+			in_seq += sequenced_types[i] == all_types[t];
+		for (size_t i = 0; i < N_UNSEQUENCED_TYPES; i++)
+			in_unseq += unsequenced_types[i] == all_types[t];
+		ck_assert_int_eq(in_seq + in_unseq, 1);
+		ck_assert_int_eq(in_seq, spec_is_sequenced(all_types[t]));
+	}
+
+	for (size_t t = 0; t < N_SEQUENCED_TYPES; t++) {
+		uint8_t type = sequenced_types[t];
+
+		/* seq 0, whatever the ack. */
+		for (size_t a = 0; a < sizeof(acks) / sizeof(acks[0]); a++) {
+			f = make_frame(type);
+			ck_assert_uint_ne(f.seq, 0);
+			f.ack = acks[a];
+			expect_valid(&f);
+			f.seq = 0;
+			expect_invalid(&f);
+		}
+		/* Any other seq. */
+		for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+			f = make_frame(type);
+			f.seq = seqs[i];
+			expect_valid(&f);
+		}
+		/* Any single bit of the 64 makes a seq. */
+		for (int bit = 0; bit < 64; bit++) {
+			f = make_frame(type);
+			f.seq = 1ull << bit;
+			expect_valid(&f);
+		}
+		/* On the wire: all 8 bytes 0 is refused, any one byte set is
+		 * not, and the decoded seq is the field's value. */
+		for (int b = 0; b < 8; b++) {
+			len = encode_valid(type, buf, sizeof(buf));
+			put_le64(buf + 16, 0);
+			expect_eproto(buf, len);
+			buf[16 + b] = 0x80;
+			expect_ok(buf, len);
+			memset(&f, 0xee, sizeof(f));
+			ck_assert_int_eq(sl_wire_decode(guarded(buf, len), len, &f),
+					 (int)spec_hdr_len(type));
+			ck_assert_uint_eq(f.seq, 0x80ull << (8 * b));
+		}
+		/* Refused with seq 0 even when nothing else is wrong with it:
+		 * the canonical bytes with just the seq cleared. */
+		len = encode_valid(type, buf, sizeof(buf));
+		expect_ok(buf, len);
+		memset(buf + 16, 0, 8);
+		expect_eproto(buf, len);
+	}
+
+	for (size_t t = 0; t < N_UNSEQUENCED_TYPES; t++) {
+		uint8_t type = unsequenced_types[t];
+
+		for (size_t a = 0; a < sizeof(acks) / sizeof(acks[0]); a++) {
+			f = make_frame(type);
+			ck_assert_uint_eq(f.seq, 0);
+			f.ack = acks[a];
+			expect_valid(&f);
+		}
+		for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+			f = make_frame(type);
+			f.seq = seqs[i];
+			expect_invalid(&f);
+			f.ack = 0;
+			expect_invalid(&f);
+		}
+		for (int bit = 0; bit < 64; bit++) {
+			f = make_frame(type);
+			f.seq = 1ull << bit;
+			expect_invalid(&f);
+		}
+		/* On the wire: any byte of the field set is refused. */
+		for (int b = 0; b < 8; b++) {
+			static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+
+			for (size_t v = 0; v < sizeof(vals); v++) {
+				len = encode_valid(type, buf, sizeof(buf));
+				expect_ok(buf, len);
+				buf[16 + b] = vals[v];
+				expect_eproto(buf, len);
+			}
 		}
 	}
 }
@@ -1532,16 +1871,24 @@ START_TEST(test_bad_nak_seq_and_hello_node)
 
 	put_le64(buf + 32, 0);
 	expect_eproto(buf, len);
+	/* A sequenced frame: with seq 1 the nak_seq is the frame's only
+	 * fault. */
+	f.seq = 1;
 	f.u.nak.status = SL_NAK_BUSY;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	expect_invalid(&f);
+	f.u.nak.nak_seq = 1;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_NAK_LEN);
 	for (size_t i = 0; i < 2; i++) {
 		struct sl_wire_frame h = { .type = SL_WIRE_HELLO };
 
 		len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
 		put_le32(buf + 32, bad_nodes[i]);
 		expect_eproto(buf, len);
-		/* Valid credits: the node id is the frame's only fault. */
+		/* Valid credits and incarnation: the node id is the frame's
+		 * only fault. */
 		h.u.hello.credits = 1;
+		h.u.hello.incarnation = 1;
 		h.u.hello.node_id = 1;
 		ck_assert_int_eq(sl_wire_encode(&h, buf, sizeof(buf)),
 				 (int)SL_WIRE_HELLO_LEN);
@@ -1659,16 +2006,20 @@ START_TEST(test_encode_errors)
 				 (int)spec_hdr_len(all_types[t]));
 	}
 
-	/* -EINVAL: seq on a control or transport frame, non-zero flags. */
+	/* -EINVAL: non-zero flags; seq on HELLO, ACK or WRITE; no seq on a
+	 * sequenced frame. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		f = make_frame(all_types[t]);
 		f.flags = 1;
 		expect_invalid(&f);
 		f.flags = 0x8000;
 		expect_invalid(&f);
-		if (spec_is_data(all_types[t]))
-			continue;
 		f = make_frame(all_types[t]);
+		if (spec_is_sequenced(all_types[t])) {
+			f.seq = 0;
+			expect_invalid(&f);
+			continue;
+		}
 		f.seq = 1;
 		expect_invalid(&f);
 		f.seq = UINT64_MAX;
@@ -1677,7 +2028,8 @@ START_TEST(test_encode_errors)
 
 	/*
 	 * Frames the decoder would reject are not encoded either: seq 0 on a
-	 * data frame, non-zero flags, a NAK without a NAK or error status.
+	 * sequenced frame, non-zero flags, a NAK without a NAK or error
+	 * status, a HELLO with incarnation 0.
 	 */
 	f = make_frame(SL_WIRE_EAGER);
 	f.seq = 0;
@@ -1685,6 +2037,22 @@ START_TEST(test_encode_errors)
 	f = make_frame(SL_WIRE_RTS);
 	f.seq = 0;
 	expect_invalid(&f);
+	f = make_frame(SL_WIRE_NAK);
+	f.seq = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_RTR);
+	f.seq = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_FIN);
+	f.seq = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_DONE);
+	f.seq = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_HELLO);
+	f.u.hello.incarnation = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(sl_wire_encode(&f, buf, 0), -EINVAL);
 	f = make_frame(SL_WIRE_HELLO);
 	f.flags = 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
@@ -1760,7 +2128,7 @@ END_TEST
 /*
  * RTR: send_id not 0; status 0 or a NAK/error; when 0 (a grant), recv_id
  * not 0 and len <= SL_WIRE_RNDV_MAX; when not (a refusal), those are not
- * checked.  A control frame without payload.
+ * checked.  A sequenced control frame (seq >= 1) without payload.
  */
 START_TEST(test_rtr_rules)
 {
@@ -1828,7 +2196,7 @@ START_TEST(test_rtr_rules)
 		}
 	}
 
-	/* A control frame: no payload, no seq. */
+	/* A control frame: no payload. */
 	f = make_frame(SL_WIRE_RTR);
 	f.payload_len = 1;
 	expect_invalid(&f);
@@ -1838,18 +2206,26 @@ START_TEST(test_rtr_rules)
 	expect_invalid(&f);
 	f.u.rtr.status = SL_NAK_BUSY;	/* a refusal carries nothing either */
 	expect_invalid(&f);
+	/* Sequenced since version 2: seq 0 refused, a grant or a refusal. */
 	f = make_frame(SL_WIRE_RTR);
-	f.seq = 1;
+	f.seq = 0;
 	expect_invalid(&f);
 	f.u.rtr.status = SL_NAK_BUSY;
 	expect_invalid(&f);
+	f.seq = 1;
+	expect_valid(&f);
+	f.u.rtr.status = SL_OK;
+	expect_valid(&f);
+	f.seq = UINT64_MAX;
+	expect_valid(&f);
 }
 END_TEST
 
 /*
  * HELLO: credits 1..SL_WIRE_CREDITS_MAX (65536), rsvd (60..63) 0, node_id
- * a real node; a control frame without payload.  Each rule both ways: the
- * encoder refuses the frame, the decoders its bytes.
+ * a real node, incarnation not 0, peer_incarnation (64..71) anything; an
+ * unsequenced control frame (seq 0) without payload.  Each rule both ways:
+ * the encoder refuses the frame, the decoders its bytes.
  */
 START_TEST(test_hello_rules)
 {
@@ -1871,6 +2247,7 @@ START_TEST(test_hello_rules)
 		memset(&f.u, 0, sizeof(f.u));
 		f.ack = 0;
 		f.u.hello.node_id = 1;
+		f.u.hello.incarnation = 1;
 		f.u.hello.credits = bad_credits[i];
 		expect_invalid(&f);
 	}
@@ -1883,6 +2260,7 @@ START_TEST(test_hello_rules)
 	memset(&f, 0, sizeof(f));
 	f.type = SL_WIRE_HELLO;
 	f.u.hello.node_id = 1;
+	f.u.hello.incarnation = 1;
 	expect_invalid(&f);		/* credits 0 */
 	f.u.hello.credits = 1;
 	expect_valid(&f);
@@ -1957,10 +2335,120 @@ START_TEST(test_hello_rules)
 	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
 	put_le32(buf + 60, UINT32_MAX);
 	expect_eproto(buf, len);
-	/* Bytes past the 64-byte header are not the HELLO's. */
+	/* Bytes past the 72-byte header are not the HELLO's. */
 	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	ck_assert_uint_eq(len, 72);
 	memset(buf + len, 0xff, 16);
 	expect_ok(buf, len + 16);
+	/* A HELLO cut at version 1's 64 bytes is 8 bytes short of a header:
+	 * a stream waits for more, a datagram is truncated. */
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	ck_assert_int_eq(sl_wire_decode_hdr(guarded(buf, 64), 64, &f), -EAGAIN);
+	ck_assert_int_eq(sl_wire_decode(guarded(buf, 64), 64, &f), -EPROTO);
+
+	/*
+	 * incarnation (40..47): 0 is refused, whatever else the frame holds;
+	 * any single bit is a start id.
+	 */
+	f = make_frame(SL_WIRE_HELLO);
+	f.u.hello.incarnation = 0;
+	expect_invalid(&f);
+	f.u.hello.peer_incarnation = 0;
+	expect_invalid(&f);
+	f.u.hello.last_rx_seq = 0;
+	expect_invalid(&f);
+	f.u.hello.credits = SL_WIRE_CREDITS_MAX;
+	expect_invalid(&f);
+	f.u.hello.peer_incarnation = UINT64_MAX;
+	f.u.hello.last_rx_seq = UINT64_MAX;
+	f.ack = UINT64_MAX;
+	expect_invalid(&f);
+	memset(&f, 0, sizeof(f));
+	f.type = SL_WIRE_HELLO;
+	f.u.hello.node_id = 1;
+	f.u.hello.credits = 1;
+	expect_invalid(&f);		/* incarnation 0 */
+	f.u.hello.incarnation = 1;
+	expect_valid(&f);
+	for (int bit = 0; bit < 64; bit++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.incarnation = 1ull << bit;
+		expect_valid(&f);
+		f.u.hello.peer_incarnation = 0;
+		expect_valid(&f);
+	}
+	/* On the wire: all 8 bytes 0 refused, any one byte set taken. */
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	put_le64(buf + 40, 0);
+	expect_eproto(buf, len);
+	for (int b = 0; b < 8; b++) {
+		static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+			put_le64(buf + 40, 0);
+			buf[40 + b] = vals[v];
+			expect_ok(buf, len);
+			memset(&f, 0xee, sizeof(f));
+			ck_assert_int_eq(sl_wire_decode(guarded(buf, len), len, &f),
+					 (int)SL_WIRE_HELLO_LEN);
+			ck_assert_uint_eq(f.u.hello.incarnation,
+					  (uint64_t)vals[v] << (8 * b));
+		}
+	}
+
+	/*
+	 * peer_incarnation (64..71): any value, 0 ("none") included; it is
+	 * not a reserved field, and its every byte reaches the frame.
+	 */
+	{
+		static const uint64_t peers[] = {
+			0, 1, 0xff, 0x100, 1ull << 32, 1ull << 63,
+			0xb1b2b3b4b5b6b7b8ull,	/* make_frame's incarnation */
+			UINT64_MAX - 1, UINT64_MAX,
+		};
+
+		for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+			f = make_frame(SL_WIRE_HELLO);
+			f.u.hello.peer_incarnation = peers[i];
+			expect_valid(&f);
+			f.u.hello.last_rx_seq = 0;
+			expect_valid(&f);
+			/* ... but it does not excuse a bad incarnation. */
+			f.u.hello.incarnation = 0;
+			expect_invalid(&f);
+		}
+	}
+	for (int bit = 0; bit < 64; bit++) {
+		f = make_frame(SL_WIRE_HELLO);
+		f.u.hello.peer_incarnation = 1ull << bit;
+		expect_valid(&f);
+	}
+	for (int b = 0; b < 8; b++) {
+		for (uint32_t v = 0; v < 256; v++) {
+			uint64_t want = (uint64_t)v << (8 * b);
+
+			len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+			put_le64(buf + 64, 0);
+			buf[64 + b] = (uint8_t)v;
+			memset(&f, 0xee, sizeof(f));
+			ck_assert_int_eq(sl_wire_decode_hdr(guarded(buf, len), len, &f),
+					 (int)SL_WIRE_HELLO_LEN);
+			ck_assert_uint_eq(f.u.hello.peer_incarnation, want);
+			memset(&f, 0xee, sizeof(f));
+			ck_assert_int_eq(sl_wire_decode(guarded(buf, len), len, &f),
+					 (int)SL_WIRE_HELLO_LEN);
+			ck_assert_uint_eq(f.u.hello.peer_incarnation, want);
+			/* The other fields are untouched by it. */
+			ck_assert_uint_eq(f.u.hello.incarnation, 0xb1b2b3b4b5b6b7b8ull);
+			ck_assert_uint_eq(f.u.hello.credits, 0xd3d4);
+		}
+	}
+	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
+	put_le64(buf + 64, UINT64_MAX);
+	expect_ok(buf, len);
+	put_le64(buf + 64, 0);
+	expect_ok(buf, len);
 
 	/* A bad grant and a bad node: broken either way. */
 	len = encode_valid(SL_WIRE_HELLO, buf, sizeof(buf));
@@ -1972,16 +2460,20 @@ START_TEST(test_hello_rules)
 	f.u.hello.node_id = SL_NODE_ANY;
 	expect_invalid(&f);
 
-	/* A control frame: no payload, no seq, with a good grant or not. */
+	/* Not sequenced, in version 2 still: no seq, with a good grant or
+	 * not, whatever the incarnations. */
 	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
 		f = make_frame(SL_WIRE_HELLO);
 		f.seq = seqs[i];
 		expect_invalid(&f);
 		f.u.hello.credits = SL_WIRE_CREDITS_MAX;
 		expect_invalid(&f);
+		f.u.hello.peer_incarnation = 0;
+		expect_invalid(&f);
 		f.u.hello.credits = 0;
 		expect_invalid(&f);
 	}
+	/* A control frame: no payload. */
 	f = make_frame(SL_WIRE_HELLO);
 	f.payload_len = 1;
 	expect_invalid(&f);
@@ -1992,7 +2484,8 @@ START_TEST(test_hello_rules)
 }
 END_TEST
 
-/* FIN: recv_id not 0, status 0 or a NAK/error; control, no payload. */
+/* FIN: recv_id not 0, status 0 or a NAK/error; a sequenced control
+ * frame (seq >= 1), no payload. */
 START_TEST(test_fin_rules)
 {
 	struct sl_wire_frame f;
@@ -2027,10 +2520,16 @@ START_TEST(test_fin_rules)
 	f.payload_len = SL_WIRE_PAYLOAD_MAX;
 	expect_invalid(&f);
 	f = make_frame(SL_WIRE_FIN);
-	f.seq = 1;
+	f.seq = 0;
 	expect_invalid(&f);
 	f.u.fin.status = SL_OK;
 	expect_invalid(&f);
+	f.seq = 1;
+	expect_valid(&f);
+	f.u.fin.status = SL_ERR_ACCESS;
+	expect_valid(&f);
+	f.seq = UINT64_MAX;
+	expect_valid(&f);
 }
 END_TEST
 
@@ -2094,9 +2593,11 @@ START_TEST(test_write_rules)
 	f.payload_len = SL_WIRE_PAYLOAD_MAX + 1;
 	expect_invalid(&f);
 
-	/* Not a data frame: seq 0. */
+	/* Not sequenced: seq 0. */
 	f = make_frame(SL_WIRE_WRITE);
 	f.seq = 1;
+	expect_invalid(&f);
+	f.seq = UINT64_MAX;
 	expect_invalid(&f);
 
 	/*
@@ -2131,9 +2632,9 @@ START_TEST(test_write_rules)
 END_TEST
 
 /*
- * DONE: send_id not 0, status 0 (the only value in version 1), rsvd 0; a
- * control frame without payload.  Each rule both ways: the encoder refuses
- * the frame, the decoders its bytes.
+ * DONE: send_id not 0, status 0 (the only value in version 2), rsvd 0; a
+ * sequenced control frame (seq >= 1) without payload.  Each rule both
+ * ways: the encoder refuses the frame, the decoders its bytes.
  */
 START_TEST(test_done_rules)
 {
@@ -2230,29 +2731,45 @@ START_TEST(test_done_rules)
 		put_le32(buf + 8, pls[i]);
 		expect_eproto(buf, len);
 	}
-	/* ... and no seq. */
+	/* ... and a seq (version 2): any but 0. */
 	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
 		f = make_frame(SL_WIRE_DONE);
 		f.seq = seqs[i];
-		expect_invalid(&f);
+		expect_valid(&f);
 		f.u.done.send_id = 1;
+		expect_valid(&f);
+		f.u.done.send_id = 0;
 		expect_invalid(&f);
+	}
+	f = make_frame(SL_WIRE_DONE);
+	f.seq = 0;
+	expect_invalid(&f);
+	f.u.done.send_id = 1;
+	expect_invalid(&f);
+	{
+		size_t len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+
+		put_le64(buf + 16, 0);
+		expect_eproto(buf, len);
 	}
 
 	/* Broken several ways at once is still broken. */
 	f = make_frame(SL_WIRE_DONE);
 	f.u.done.send_id = 0;
 	f.u.done.status = 1;
-	f.seq = 1;
+	f.seq = 0;
 	f.payload_len = 1;
 	expect_invalid(&f);
 
-	/* And the valid extremes of what is left: any ack, any send_id. */
+	/* And the valid extremes of what is left: any ack, any send_id,
+	 * seq 1 up. */
 	f = make_frame(SL_WIRE_DONE);
 	f.u.done.send_id = 1;
+	f.seq = 1;
 	f.ack = 0;
 	expect_valid(&f);
 	f.u.done.send_id = UINT64_MAX;
+	f.seq = UINT64_MAX;
 	f.ack = UINT64_MAX;
 	expect_valid(&f);
 }
@@ -2272,6 +2789,24 @@ static uint64_t rng(void)
 #define FUZZ_ITERS 300000
 #define FUZZ_MAXLEN 80
 
+/*
+ * The complete header @g of @hl bytes breaks a rule (by the test's own
+ * validator) but would not with the @width-byte field at @off set to @v:
+ * it is bad for that field alone.
+ */
+static int ref_bad_for_field_alone(const uint8_t *g, size_t hl, size_t off,
+				   int width, uint64_t v)
+{
+	uint8_t fixed[SL_WIRE_HDR_MAX];
+
+	if (!ref_prefix_bad(g, hl))
+		return 0;
+	memcpy(fixed, g, hl);
+	for (int i = 0; i < width; i++)
+		fixed[off + (size_t)i] = (uint8_t)(v >> (8 * i));
+	return !ref_prefix_bad(fixed, hl);
+}
+
 START_TEST(test_fuzz_garbage)
 {
 	uint8_t buf[FUZZ_MAXLEN + SL_WIRE_HDR_MAX];
@@ -2287,6 +2822,16 @@ START_TEST(test_fuzz_garbage)
 	/* Whole HELLOs accepted with a grant of 1 and of 65536, and rejected
 	 * for their grant alone. */
 	long hello_min_ok = 0, hello_max_ok = 0, hello_credits_bad = 0;
+	/* seq, HELLO incarnation and peer_incarnation at 0, 1 and all ones. */
+	static const uint64_t u64_edges[] = { 0, 1, UINT64_MAX };
+	/* Whole headers rejected for their seq alone: 0 on a sequenced type,
+	 * not 0 on another; accepted sequenced frames with seq 1 and all ones. */
+	long seq_zero_bad[256] = { 0 }, seq_set_bad[256] = { 0 };
+	long seq_min_ok[256] = { 0 }, seq_max_ok[256] = { 0 };
+	/* HELLOs rejected for an incarnation of 0 alone; accepted with an
+	 * incarnation of 1, and with a peer_incarnation of 0 and all ones. */
+	long hello_inc_bad = 0, hello_inc_min_ok = 0;
+	long hello_peer_zero_ok = 0, hello_peer_max_ok = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
 	for (long it = 0; it < FUZZ_ITERS; it++) {
@@ -2317,6 +2862,14 @@ START_TEST(test_fuzz_garbage)
 			if (type == SL_WIRE_HELLO && (rng() & 1))
 				put_le32(buf + 56, credit_edges[rng() % (sizeof(credit_edges) /
 									 sizeof(credit_edges[0]))]);
+			/* Nor on seq 0 for a sequenced type (make_frame's seqs
+			 * have no zero byte), nor on the incarnations' ends. */
+			if ((rng() & 3) == 0)
+				put_le64(buf + 16, u64_edges[rng() % 3]);
+			if (type == SL_WIRE_HELLO && (rng() & 1))
+				put_le64(buf + 40, u64_edges[rng() % 3]);
+			if (type == SL_WIRE_HELLO && (rng() & 1))
+				put_le64(buf + 64, u64_edges[rng() % 3]);
 			for (size_t i = SL_WIRE_HDR_MAX; i < sizeof(buf); i++)
 				buf[i] = (uint8_t)rng();
 			for (int m = 0; m < nmut; m++) {
@@ -2354,6 +2907,13 @@ START_TEST(test_fuzz_garbage)
 			HOT_ASSERT(memcmp(re, g, (size_t)rh) == 0, "iter %ld", it);
 			HOT_ASSERT(raw_encode(&f, re) == (size_t)rh, "iter %ld", it);
 			HOT_ASSERT(memcmp(re, g, (size_t)rh) == 0, "iter %ld", it);
+			/* Sequenced exactly when the type says so. */
+			HOT_ASSERT(f.seq == get_le(g + 16, 8), "iter %ld", it);
+			HOT_ASSERT((f.seq != 0) == spec_is_sequenced(f.type),
+				   "iter %ld: type %u seq %llu", it, f.type,
+				   (unsigned long long)f.seq);
+			seq_min_ok[f.type] += f.seq == 1;
+			seq_max_ok[f.type] += f.seq == UINT64_MAX;
 		} else {
 			HOT_ASSERT(rh == -EAGAIN || rh == -EPROTO, "iter %ld", it);
 		}
@@ -2383,6 +2943,36 @@ START_TEST(test_fuzz_garbage)
 			HOT_ASSERT(f.u.hello.credits == get_le(g + 56, 4), "iter %ld", it);
 			hello_min_ok += f.u.hello.credits == 1;
 			hello_max_ok += f.u.hello.credits == SPEC_CREDITS_MAX;
+			HOT_ASSERT(f.u.hello.incarnation != 0, "iter %ld", it);
+			HOT_ASSERT(f.u.hello.incarnation == get_le(g + 40, 8), "iter %ld", it);
+			HOT_ASSERT(f.u.hello.peer_incarnation == get_le(g + 64, 8),
+				   "iter %ld", it);
+			hello_inc_min_ok += f.u.hello.incarnation == 1;
+			hello_peer_zero_ok += f.u.hello.peer_incarnation == 0;
+			hello_peer_max_ok += f.u.hello.peer_incarnation == UINT64_MAX;
+		}
+		if (hl != 0 && len >= hl) {
+			uint8_t type = g[1];
+			uint64_t seq = get_le(g + 16, 8);
+
+			/* Bad for the seq rule alone. */
+			if (spec_is_sequenced(type) && seq == 0 &&
+			    ref_bad_for_field_alone(g, hl, 16, 8, 1)) {
+				seq_zero_bad[type]++;
+				HOT_ASSERT(rh == -EPROTO, "iter %ld: type %u seq 0", it, type);
+			}
+			if (!spec_is_sequenced(type) && seq != 0 &&
+			    ref_bad_for_field_alone(g, hl, 16, 8, 0)) {
+				seq_set_bad[type]++;
+				HOT_ASSERT(rh == -EPROTO, "iter %ld: type %u seq %llu", it,
+					   type, (unsigned long long)seq);
+			}
+			/* A HELLO bad for its incarnation of 0 alone. */
+			if (type == SL_WIRE_HELLO && get_le(g + 40, 8) == 0 &&
+			    ref_bad_for_field_alone(g, hl, 40, 8, 1)) {
+				hello_inc_bad++;
+				HOT_ASSERT(rh == -EPROTO, "iter %ld: incarnation 0", it);
+			}
 		}
 		if (hl == SL_WIRE_HELLO_LEN && len >= hl && g[1] == SL_WIRE_HELLO &&
 		    !spec_credits_valid(get_le(g + 56, 4))) {
@@ -2430,6 +3020,34 @@ START_TEST(test_fuzz_garbage)
 	ck_assert_msg(hello_max_ok > 100, "%ld HELLOs with credits 65536", hello_max_ok);
 	ck_assert_msg(hello_credits_bad > 100, "%ld HELLOs bad for their credits",
 		      hello_credits_bad);
+	/* The seq rule, both ways, for every type. */
+	for (size_t t = 0; t < N_TYPES; t++) {
+		uint8_t type = all_types[t];
+
+		if (spec_is_sequenced(type)) {
+			ck_assert_msg(seq_zero_bad[type] > 100,
+				      "type %u: %ld bad for seq 0", type, seq_zero_bad[type]);
+			ck_assert_msg(seq_min_ok[type] > 100,
+				      "type %u: %ld with seq 1", type, seq_min_ok[type]);
+			ck_assert_msg(seq_max_ok[type] > 100,
+				      "type %u: %ld with seq all ones", type, seq_max_ok[type]);
+			ck_assert_int_eq(seq_set_bad[type], 0);
+		} else {
+			ck_assert_msg(seq_set_bad[type] > 100,
+				      "type %u: %ld bad for a seq", type, seq_set_bad[type]);
+			ck_assert_int_eq(seq_zero_bad[type], 0);
+			ck_assert_int_eq(seq_min_ok[type], 0);
+			ck_assert_int_eq(seq_max_ok[type], 0);
+		}
+	}
+	ck_assert_msg(hello_inc_bad > 100, "%ld HELLOs bad for incarnation 0",
+		      hello_inc_bad);
+	ck_assert_msg(hello_inc_min_ok > 100, "%ld HELLOs with incarnation 1",
+		      hello_inc_min_ok);
+	ck_assert_msg(hello_peer_zero_ok > 100, "%ld HELLOs with peer_incarnation 0",
+		      hello_peer_zero_ok);
+	ck_assert_msg(hello_peer_max_ok > 100,
+		      "%ld HELLOs with peer_incarnation all ones", hello_peer_max_ok);
 }
 END_TEST
 
@@ -2543,6 +3161,8 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_exact_bytes_write);
 	tcase_add_test(tc, test_exact_bytes_done);
 	tcase_add_test(tc, test_exact_bytes_hello);
+	tcase_add_test(tc, test_exact_bytes_nak);
+	tcase_add_test(tc, test_exact_bytes_ack);
 	tcase_add_test(tc, test_exact_bytes_hello_nak_ack);
 	tcase_add_test(tc, test_bad_version);
 	tcase_add_test(tc, test_bad_type);
@@ -2551,6 +3171,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_bad_rsvd);
 	tcase_add_test(tc, test_bad_payload_len);
 	tcase_add_test(tc, test_bad_seq);
+	tcase_add_test(tc, test_seq_rules);
 	tcase_add_test(tc, test_bad_nak_status);
 	tcase_add_test(tc, test_bad_nak_seq_and_hello_node);
 	tcase_add_test(tc, test_hello_rules);
