@@ -1107,8 +1107,12 @@ static void link_went_down(struct link *l, int err)
 	if (l->state == LINK_UP)
 		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
 			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
-	if (l->state == LINK_UP || l->state == LINK_HELLO)
+	if (l->state == LINK_UP || l->state == LINK_HELLO) {
 		l->down_since = ev_now(l->d->loop);
+		/* Broken for want of acks: silent since the last one. */
+		if (err == -ETIMEDOUT)
+			l->down_since -= l->d->cfg.ack_timeout_ms / 1e3;
+	}
 	l->conn = NULL;
 	l->state = LINK_DOWN;
 	ev_timer_stop(l->d->loop, &l->retry_w);

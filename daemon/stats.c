@@ -101,6 +101,7 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.rx_seq %llu\n", n, (unsigned long long)l->rx_seq);
 		fprintf(f, "link.%s.acked %llu\n", n, (unsigned long long)l->ack_rx);
 		fprintf(f, "link.%s.retransmits %llu\n", n, (unsigned long long)l->retransmits);
+		fprintf(f, "link.%s.retransmit_timer %d\n", n, ev_is_active(&l->ack_w) ? 1 : 0);
 		fprintf(f, "link.%s.rx_duplicates %llu\n", n, (unsigned long long)l->rx_duplicates);
 		fprintf(f, "link.%s.ack_timeouts %llu\n", n, (unsigned long long)l->ack_timeouts);
 		fprintf(f, "link.%s.peer_timeouts %llu\n", n, (unsigned long long)l->peer_timeouts);

@@ -100,7 +100,7 @@ enum sl_status {
 	/* Definite errors. */
 	SL_ERR_NO_ENDPOINT = 16,  /* nothing bound at the destination address */
 	SL_ERR_TRUNCATED = 17,    /* receive buffer too small; len = full length */
-	SL_ERR_PEER_DOWN = 18,    /* link to the node down past peer_timeout */
+	SL_ERR_PEER_DOWN = 18,    /* link to the node down past peer_timeout_ms */
 	SL_ERR_PEER_RESTARTED = 19, /* peer daemon came back as a new incarnation */
 	SL_ERR_CANCELED = 20,     /* queue closed or daemon stopping */
 	SL_ERR_INVALID = 21,      /* bad descriptor: opcode, length, buffer */
@@ -274,11 +274,23 @@ size_t sl_arena_size(const struct sl_queue *q);
  * written it into the matched receive's buffer), SL_ERR_NO_ENDPOINT
  * when nothing is bound at @dst (or the endpoint went away before a
  * receive matched), SL_ERR_INVALID for a bad descriptor (over SL_MSG_MAX,
- * for instance), SL_ERR_PEER_DOWN when the link broke during a rendezvous,
- * or with a NAK: SL_NAK_BUSY when a registration, a buffer or a link queue
- * could not be had within the daemon's limits ([rcache] max_waiters and
- * max_wait_ms); the buffer is then untouched and the send may be posted
- * again.
+ * for instance), or with a NAK: SL_NAK_BUSY when a registration, a buffer
+ * or a link queue could not be had within the daemon's limits ([rcache]
+ * max_waiters and max_wait_ms); the buffer is then untouched and the send
+ * may be posted again.
+ *
+ * A broken connection between the daemons fails nothing by itself: they
+ * reconnect, send again what was not acknowledged, and deliver every
+ * message once, in order (a rendezvous restarts).  Two failures do end
+ * sends, each send on its own: SL_ERR_PEER_DOWN when the link to @dst's
+ * node stays down for [transport] peer_timeout_ms (and at once for sends
+ * posted while it stays down), SL_ERR_PEER_RESTARTED when @dst's daemon
+ * comes back as a new incarnation (a restart) before confirming the
+ * message.  For these two the outcome at @dst is not known: a message the
+ * peer had taken just before, whose confirmation was lost with the link,
+ * may have been delivered (for PEER_RESTARTED: to a receiver of the old
+ * incarnation).  It is never delivered twice, and never to the new
+ * incarnation.
  * Returns 0 when posted, -EAGAIN when the SQ is full (also when the
  * daemon has stopped taking this context's descriptors because
  * [limits] client_max_inflight of them are pending: reap completions and
@@ -309,9 +321,15 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  * after it: then, so that one source's messages still meet the receives
  * in send order (MPI's non-overtaking rule), it completes with the
  * failure, its buffer untouched, and may be posted again: SL_NAK_BUSY (no
- * registration in time, at either end), SL_ERR_PEER_DOWN (the link
- * broke), SL_ERR_NO_ENDPOINT (the sender's queue closed).  peer, tag and
- * len then describe the message that failed.
+ * registration in time, at either end), SL_ERR_PEER_DOWN (the link stayed
+ * down past peer_timeout_ms), SL_ERR_PEER_RESTARTED (the sender's daemon
+ * restarted), SL_ERR_NO_ENDPOINT (the sender's queue closed).  peer, tag
+ * and len then describe the message that failed.
+ * A receive whose @src names a node (not SL_NODE_ANY) completes
+ * SL_ERR_PEER_DOWN when the link to that node has been down for
+ * [transport] peer_timeout_ms, and at once when posted while it stays
+ * down and nothing from that node already waits for it; wildcard
+ * receives stay posted.
  * Returns as sl_send().  Owner thread of @q only.
  */
 int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,
