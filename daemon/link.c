@@ -12,6 +12,7 @@
  */
 #include "autoconfig.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,38 @@ struct link *link_find(struct daemon *d, uint32_t node_id)
 		if (d->links[i]->node_id == node_id)
 			return d->links[i];
 	return NULL;
+}
+
+/* ---- who owns a frame ---- */
+
+#define OWN(o) (1u << (o))
+
+static const char *owner_name(unsigned o)
+{
+	static const char *const names[] = { "backlog", "wire", "rndv", "decided", "client" };
+
+	return o < sizeof(names) / sizeof(names[0]) ? names[o] : "?";
+}
+
+/* Move @f to owner @to if its owner is one of @from (OWN() bits); see
+ * enum frame_owner.  Returns false (and changes nothing) otherwise. */
+static bool frame_move(struct link *l, struct link_frame *f, unsigned from,
+		       enum frame_owner to)
+{
+	if (from & OWN(f->owner)) {
+		f->owner = (uint8_t)to;
+		return true;
+	}
+	l->illegal_moves++;
+	log_err("link %s: frame type %u seq %llu: illegal move %s -> %s", l->peer->name,
+		f->type, (unsigned long long)f->seq, owner_name(f->owner), owner_name(to));
+	assert(!"illegal frame move");
+	return false;
+}
+
+static bool frame_decided(const struct link_frame *f)
+{
+	return f->owner == FO_DECIDED;
 }
 
 /* ---- completing sends ---- */
@@ -86,7 +119,9 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 {
 	struct daemon *d = l->d;
 
-	if (!f->decided || f->wrs)
+	if (!frame_decided(f) || f->wrs)
+		return false;
+	if (!frame_move(l, f, OWN(FO_DECIDED), FO_CLIENT))
 		return false;
 	list_unlink(l, f);
 	if (f->reg_waiting) {
@@ -101,13 +136,18 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 	return true;
 }
 
-/* The first decision wins: one status per descriptor. */
+/* Decide @f's status; the first decision wins: one per descriptor. */
+static void send_set_status(struct link *l, struct link_frame *f, int status)
+{
+	if (frame_decided(f))
+		return;
+	if (frame_move(l, f, OWN(FO_BACKLOG) | OWN(FO_WIRE) | OWN(FO_RNDV), FO_DECIDED))
+		f->status = status;
+}
+
 static bool send_decide(struct link *l, struct link_frame *f, int status)
 {
-	if (!f->decided) {
-		f->decided = true;
-		f->status = status;
-	}
+	send_set_status(l, f, status);
 	return send_try_finish(l, f);
 }
 
@@ -119,6 +159,8 @@ static bool is_send(const struct link_frame *f)
 /* A control frame (NAK, RTR, FIN, DONE) leaves its list and is freed. */
 static void ctl_free(struct link *l, struct link_frame *f)
 {
+	if (!frame_move(l, f, OWN(FO_BACKLOG) | OWN(FO_WIRE), FO_CLIENT))
+		return;
 	if (f->where == FL_BACKLOG) {
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
@@ -264,6 +306,7 @@ static void ack_timer_progress(struct link *l)
 /* A sequenced frame was handed to the transport: it waits for its ack. */
 static void unacked_append(struct link *l, struct link_frame *f)
 {
+	frame_move(l, f, OWN(FO_BACKLOG), FO_WIRE);
 	f->seq = ++l->tx_seq;
 	f->where = FL_UNACKED;
 	TAILQ_INSERT_TAIL(&l->unacked, f, link);
@@ -687,10 +730,7 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 		int status = rcache_status(err, false);
 
 		link_queue_fin(l, f->recv_id, (uint32_t)status);
-		if (!f->decided) {
-			f->decided = true;
-			f->status = status;
-		}
+		send_set_status(l, f, status);
 		f->in_reap = true;
 		TAILQ_INSERT_TAIL(&l->reap, f, wlink);
 		daemon_kick(l->d);
@@ -707,7 +747,7 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 	struct link_frame *f = find_rndv_send(l, wf->u.rtr.send_id);
 	int rc;
 
-	if (!f || f->decided) {
+	if (!f || frame_decided(f)) {
 		/* Its send was cancelled (the client closed its queue) or
 		 * failed (peer timeout): give the receive back. */
 		log_debug("link %s: RTR for finished send %llu", l->peer->name,
@@ -733,6 +773,8 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 				 l->peer->name, (unsigned long long)wf->u.rtr.send_id);
 			return -EPROTO;
 		}
+		if (!frame_move(l, f, OWN(FO_RNDV), FO_RNDV))
+			return -EPROTO;
 		f->rtr_stale = false;
 		f->raddr = wf->u.rtr.raddr;
 		f->rkey = wf->u.rtr.rkey;
@@ -746,6 +788,8 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 			 (unsigned long long)wf->u.rtr.len, (unsigned long long)f->len);
 		return -EPROTO;
 	}
+	if (!frame_move(l, f, OWN(FO_WIRE), FO_RNDV))
+		return -EPROTO;
 	f->recv_id = wf->u.rtr.recv_id;
 	f->raddr = wf->u.rtr.raddr;
 	f->rkey = wf->u.rtr.rkey;
@@ -780,7 +824,7 @@ static int process_done(struct link *l, uint64_t send_id)
 
 	if (!f && send_id <= l->next_send_id)
 		return 0;	/* failed here already (peer timeout) */
-	if (!f || !f->recv_id || f->decided) {
+	if (!f || !f->recv_id || frame_decided(f)) {
 		log_warn("link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
 			 (unsigned long long)send_id);
 		return -EPROTO;
@@ -1125,7 +1169,7 @@ static void link_went_down(struct link *l, int err)
 		l->n_writes--;
 	}
 	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
-		if (!f->recv_id || f->decided)
+		if (!f->recv_id || frame_decided(f))
 			continue;
 		f->rtr_stale = true;
 		f->w_off = 0;
@@ -1277,6 +1321,8 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 	}
 	for (f = TAILQ_LAST(&l->unacked, link_frame_list); f && f->seq > peer_rx; f = prev) {
 		prev = TAILQ_PREV(f, link_frame_list, link);
+		if (!frame_move(l, f, OWN(FO_WIRE), FO_BACKLOG))
+			continue;
 		TAILQ_REMOVE(&l->unacked, f, link);
 		l->n_unacked--;
 		f->seq = 0;

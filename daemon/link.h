@@ -80,6 +80,22 @@ enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_HELLO, LINK_UP };
 enum frame_list { FL_NONE, FL_BACKLOG, FL_UNACKED };
 
 /*
+ * Who decides what happens to a frame next: exactly one owner at a time.
+ * Legal moves (link.c, frame_move()):
+ *   BACKLOG -> WIRE      posted to the transport
+ *   WIRE -> BACKLOG      sent again after a reconnect
+ *   WIRE -> RNDV         a send's RTS answered by an RTR (RNDV -> RNDV:
+ *                        the RTR sent again after a reconnect)
+ *   BACKLOG, WIRE, RNDV -> DECIDED   its status is known (DECIDED ->
+ *                        DECIDED keeps the first status)
+ *   DECIDED -> CLIENT    the CQE is written; the frame is freed
+ * Control frames go BACKLOG -> WIRE and are freed from either.  Anything
+ * else is a bug: an assert in debug builds, and with NDEBUG the move is
+ * refused, counted (link.X.illegal_moves) and logged.
+ */
+enum frame_owner { FO_BACKLOG, FO_WIRE, FO_RNDV, FO_DECIDED, FO_CLIENT };
+
+/*
  * One frame owned by a link.  Control frames (NAK, RTR, FIN) live from
  * queuing until posted.  A send (EAGER or RTS) owns its descriptor, with
  * a queue reference, until it completes: after its ACK or NAK (eager), or
@@ -94,7 +110,7 @@ struct link_frame {
 	uint8_t type;		/* enum sl_wire_type; SL_WIRE_EAGER for a send
 				 * until it is posted as an RTS */
 	uint8_t where;		/* enum frame_list */
-	bool decided;		/* the completion status is known */
+	uint8_t owner;		/* enum frame_owner */
 	bool in_rndv, in_writes, in_reap;
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
@@ -216,6 +232,7 @@ struct link {
 	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
 	uint64_t peer_restarts;		/* new incarnations of the peer seen */
 	uint64_t rndv_restarts;		/* rendezvous writes started again */
+	uint64_t illegal_moves;		/* frame_move() refused: a bug */
 };
 
 /* Bytes per RDMA write WR of a rendezvous. */
