@@ -284,23 +284,34 @@ static int post_hello(struct link *l)
 /* ---- the retransmission timer ---- */
 
 /* Armed while frames wait for an ack: started by the first, pushed back
- * by every ack that covers something, stopped when nothing waits. */
+ * by every ack that covers something, stopped when nothing waits.  Its
+ * period doubles after each timeout that brought no ack (a slow peer is
+ * not cut again and again, as TCP backs off its RTO), up to
+ * peer_timeout_ms, and is ack_timeout_ms again once acks flow. */
 static void ack_timer_start(struct link *l)
 {
-	ev_tstamp t = l->d->cfg.ack_timeout_ms / 1e3;
+	ev_tstamp t = l->ack_backoff * l->d->cfg.ack_timeout_ms / 1e3;
 
 	if (ev_is_active(&l->ack_w))
 		return;
+	l->heard_at = ev_now(l->d->loop);	/* silence counts from here */
 	ev_timer_set(&l->ack_w, t, t);
 	ev_timer_start(l->d->loop, &l->ack_w);
 }
 
 static void ack_timer_progress(struct link *l)
 {
+	l->heard_at = ev_now(l->d->loop);
+	if (l->ack_backoff > 1) {
+		l->ack_backoff = 1;
+		ev_timer_stop(l->d->loop, &l->ack_w);
+	}
 	if (TAILQ_EMPTY(&l->unacked))
 		ev_timer_stop(l->d->loop, &l->ack_w);
-	else
+	else if (ev_is_active(&l->ack_w))
 		ev_timer_again(l->d->loop, &l->ack_w);
+	else
+		ack_timer_start(l);
 }
 
 /* A sequenced frame was handed to the transport: it waits for its ack. */
@@ -1151,11 +1162,13 @@ static void link_went_down(struct link *l, int err)
 	if (l->state == LINK_UP)
 		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
 			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
-	if (l->state == LINK_UP || l->state == LINK_HELLO) {
+	/* The peer timeout counts from the last time the link was up (a
+	 * connection that never got past its HELLO does not restart it). */
+	if (l->state == LINK_UP) {
 		l->down_since = ev_now(l->d->loop);
 		/* Broken for want of acks: silent since the last one. */
-		if (err == -ETIMEDOUT)
-			l->down_since -= l->d->cfg.ack_timeout_ms / 1e3;
+		if (err == -ETIMEDOUT && l->heard_at < l->down_since)
+			l->down_since = l->heard_at;
 	}
 	l->conn = NULL;
 	l->state = LINK_DOWN;
@@ -1282,8 +1295,10 @@ static void ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (l->state != LINK_UP || TAILQ_EMPTY(&l->unacked))
 		return;
 	l->ack_timeouts++;
-	log_warn("link %s: no ack for %u ms with %u frames waiting: reconnecting", l->peer->name,
-		 l->d->cfg.ack_timeout_ms, l->n_unacked);
+	log_warn("link %s: no ack for %.0f ms with %u frames waiting: reconnecting", l->peer->name,
+		 l->ack_backoff * (double)l->d->cfg.ack_timeout_ms, l->n_unacked);
+	if ((double)l->ack_backoff * 2 * l->d->cfg.ack_timeout_ms <= l->d->cfg.peer_timeout_ms)
+		l->ack_backoff *= 2;
 	l->d->xp->ops->close(l->conn, -ETIMEDOUT);
 }
 
@@ -1363,6 +1378,7 @@ static void link_up(struct link *l)
 	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
 	l->connects++;
 	ev_timer_stop(l->d->loop, &l->timeout_w);
+	l->heard_at = ev_now(l->d->loop);
 	/* Owe the peer an ack for what it sent before the break: the HELLO
 	 * said how far it got, but only an ack in the stream completes. */
 	l->ack_sent = 0;
@@ -1687,6 +1703,7 @@ int link_setup_all(struct daemon *d)
 		l->dialer = d->cfg.node_id < l->node_id;
 		l->state = LINK_DOWN;
 		l->redial_delay = d->cfg.redial_min_ms / 1e3;
+		l->ack_backoff = 1;
 		l->down_since = ev_now(d->loop);
 		TAILQ_INIT(&l->backlog);
 		TAILQ_INIT(&l->unacked);

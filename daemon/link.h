@@ -218,6 +218,9 @@ struct link {
 					 * frames wait for an ack */
 	ev_timer timeout_w;		/* peer_timeout_ms after going down */
 	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
+	uint32_t ack_backoff;		/* ack timer period / ack_timeout_ms */
+	ev_tstamp heard_at;		/* last ack progress, or the first frame since
+					 * that waited for one */
 	ev_tstamp down_since;
 	/* Counters. */
 	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;

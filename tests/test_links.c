@@ -163,7 +163,7 @@ struct link_figures {
 /*
  * The link of @d to @peer is up, holds nothing (backlog, unacked frames,
  * rendezvous, writes), its retransmission timer is idle, no peer timeout
- * or restart happened, and registrations balance (regs == deregs +
+ * or restart happened, no frame ever made an illegal move, and registrations balance (regs == deregs +
  * regions).  The link's counters go to @lf.  Polls (bounded): the last
  * acks may still be on their way.
  */
@@ -172,7 +172,7 @@ static void expect_link_idle(const struct h_daemon *d, const char *peer,
 {
 	static const char *const zero[] = { "backlog", "ctl_queued", "unacked", "rndv_tx",
 					    "rndv_rx", "writes_pending", "retransmit_timer",
-					    "peer_timeouts", "peer_restarts" };
+					    "peer_timeouts", "peer_restarts", "illegal_moves" };
 	int64_t deadline = h_now_ms() + 3000;
 	struct h_stats st;
 	char name[128], state[16];
