@@ -550,9 +550,20 @@ static void link_post_backlog(struct link *l, bool force_ack)
 	}
 }
 
+static void rndv_recv_abort(struct rndv_recv *rr, int status);
+
 void link_cancel_queue(struct daemon *d, struct queue *q)
 {
+	struct rndv_recv *rr, *rnext;
 	size_t i;
+
+	/* Its receives matched to remote rendezvous: the senders must hear
+	 * that nobody will take the data. */
+	for (rr = TAILQ_FIRST(&q->claims); rr; rr = rnext) {
+		rnext = TAILQ_NEXT(rr, qlink);
+		if (!rr->aborted)
+			rndv_recv_abort(rr, SL_ERR_NO_ENDPOINT);
+	}
 
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
@@ -760,11 +771,26 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 
 	if (!f || frame_decided(f)) {
 		/* Its send was cancelled (the client closed its queue) or
-		 * failed (peer timeout): give the receive back. */
+		 * failed (peer timeout): give the receive back, or (an abort)
+		 * let the receiver release it. */
 		log_debug("link %s: RTR for finished send %llu", l->peer->name,
 			  (unsigned long long)wf->u.rtr.send_id);
-		if (wf->u.rtr.status == SL_OK)
+		if (wf->u.rtr.status == SL_OK || wf->u.rtr.recv_id)
 			link_queue_fin(l, wf->u.rtr.recv_id, SL_ERR_CANCELED);
+		return 0;
+	}
+	if (f->recv_id && wf->u.rtr.status != SL_OK && wf->u.rtr.recv_id == f->recv_id) {
+		/* An abort: the receiving client went away.  Stop writing
+		 * and say so with a FIN, unless the last write is on its way
+		 * (its immediate releases the receiver). */
+		if (f->in_writes) {
+			TAILQ_REMOVE(&l->writes, f, wlink);
+			f->in_writes = false;
+			l->n_writes--;
+		}
+		if (!f->last_posted)
+			link_queue_fin(l, f->recv_id, wf->u.rtr.status);
+		send_decide(l, f, (int)wf->u.rtr.status);
 		return 0;
 	}
 	if (f->recv_id && !f->rtr_stale) {
@@ -886,6 +912,30 @@ static void rndv_recv_complete(struct rndv_recv *rr)
 			rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
 	rndv_recv_free(rr);
 	free(r);
+}
+
+/*
+ * The receiving client of @rr is gone (its queue died): nothing will read
+ * a completion, but the sender must hear @status, and must stop writing
+ * before the registration and the queue's memory go.  Before our RTR a
+ * refusal ends it at once; after, an RTR with @status and our recv_id
+ * aborts it, and @rr stays (aborted) until the sender's FIN, or the
+ * immediate of a last write already on its way, arrives.
+ */
+static void rndv_recv_abort(struct rndv_recv *rr, int status)
+{
+	struct link *l = rr->l;
+
+	free(rr->r);
+	rr->r = NULL;
+	l->rndv_rx_failed++;
+	if (!rr->rtr_sent) {
+		queue_rtr(l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
+		rndv_recv_free(rr);
+		return;
+	}
+	rr->aborted = true;
+	queue_rtr(l, rr->send_id, rr->recv_id, 0, 0, 0, (uint32_t)status);
 }
 
 /*
@@ -1022,6 +1072,10 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 		log_warn("link %s: write or FIN for unknown rendezvous %u", l->peer->name, recv_id);
 		return -EPROTO;
 	}
+	if (rr->aborted) {
+		rndv_recv_free(rr);	/* no write of it will come now */
+		return 0;
+	}
 	if (status == SL_OK)
 		rndv_recv_complete(rr);
 	else
@@ -1122,6 +1176,12 @@ static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl
 	}
 	engine_drop_rndv_from(d, l->node_id, status, tell);
 	while ((rr = TAILQ_FIRST(&l->rndv_rx))) {
+		if (rr->aborted) {
+			/* Its abort stays queued for the peer (or goes with a
+			 * dead one); nothing writes until it has been heard. */
+			rndv_recv_free(rr);
+			continue;
+		}
 		if (tell) {
 			/* Its buffer goes back: no RTR of ours may still send
 			 * the peer writing into it. */
@@ -1362,7 +1422,7 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 	/* RTRs the peer had, for rendezvous whose writes the old connection
 	 * cut: ask again.  (Those it did not have are in the backlog now.) */
 	TAILQ_FOREACH(rr, &l->rndv_rx, link)
-		if (rr->rtr_sent && rr->rtr_seq && rr->rtr_seq <= peer_rx)
+		if (rr->rtr_sent && !rr->aborted && rr->rtr_seq && rr->rtr_seq <= peer_rx)
 			rndv_send_rtr(rr);
 	return 0;
 }

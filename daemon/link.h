@@ -170,6 +170,11 @@ struct rndv_recv {
 	 * receive: if this rendezvous fails, its receive cannot go back to
 	 * its place without breaking the order, so it completes instead. */
 	bool overtaken;
+	/* The receiving queue died after the RTR: nothing completes, but
+	 * the registration (and the queue's memory) is held until the
+	 * sender's FIN, or the immediate of a write already on its way,
+	 * says no write of it will come. */
+	bool aborted;
 	const struct rcache_mr *mr;
 	struct rcache_req req;
 };
@@ -258,7 +263,8 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
 int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
 
 /* A queue was closed: drop its sends that have not reached the transport
- * (those that have complete normally, discarded). */
+ * (those that have complete normally, discarded), and end the rendezvous
+ * its receives were matched to: each sender completes SL_ERR_NO_ENDPOINT. */
 void link_cancel_queue(struct daemon *d, struct queue *q);
 
 /*

@@ -272,8 +272,9 @@ size_t sl_arena_size(const struct sl_queue *q);
  * The send completes SL_OK when the destination daemon has accepted the
  * message (eager: delivered it or queued it as unexpected; rendezvous:
  * written it into the matched receive's buffer), SL_ERR_NO_ENDPOINT
- * when nothing is bound at @dst (or the endpoint went away before a
- * receive matched), SL_ERR_INVALID for a bad descriptor (over SL_MSG_MAX,
+ * when nothing is bound at @dst (or the endpoint went away before the
+ * message was in a receive's buffer: a rendezvous whose receiver dies
+ * after the match ends with it too), SL_ERR_INVALID for a bad descriptor (over SL_MSG_MAX,
  * for instance), or with a NAK: SL_NAK_BUSY when a registration, a buffer
  * or a link queue could not be had within the daemon's limits ([rcache]
  * max_waiters and max_wait_ms); the buffer is then untouched and the send

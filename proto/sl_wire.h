@@ -131,7 +131,11 @@ enum sl_wire_type {
  * registered its buffer; write len bytes to (rkey, raddr), the last WRITE
  * carrying recv_id as its immediate.  status != 0 refuses instead (the
  * receiver could not register, or its endpoint went away): the sender
- * completes with that status and writes nothing.
+ * completes with that status and writes nothing.  status != 0 with the
+ * recv_id of an RTR sent before aborts that rendezvous (the receiving
+ * endpoint went away after the match): the sender stops writing,
+ * completes with the status, and sends a FIN unless its last write is
+ * already on its way; the receiver holds its buffer until one of them.
  *   32 u64 send_id      not 0
  *   40 u64 raddr        receiver's address, in its transport's terms
  *   48 u64 len          bytes to write, <= msg_len
