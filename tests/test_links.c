@@ -27,6 +27,8 @@
  *                      the ack timeout breaks the connection and the
  *                      peer timeout fails the sends; when it wakes, the
  *                      link resumes with the same incarnation
+ *   c14_client_killed  case C14, variant 1: 2,000 sends queued for a client
+ *                      that is killed all complete within 2 s, each once
  *   c08_outage         case C08 with a 3 s outage: 200 x 1 MiB rendezvous
  *                      caught at every stage all complete SL_OK once, with
  *                      the registration cache off and on
@@ -916,6 +918,107 @@ START_TEST(c08_outage_cache_on)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* c14_client_killed: a backlog for a client that dies (C14, variant 1) */
+/* ------------------------------------------------------------------ */
+
+#define C14_SENDS 2000u
+#define C14_LEN 1024u
+#define C14_PORT 640
+#define C14_BOUND_MS 2000
+
+/*
+ * Case C14, variant 1: B grants A a window of 8 frames (eager_credits),
+ * A1 posts 2,000 sends of 1 KiB to B1 while daemon B stands still, so
+ * 1,992 wait in A's backlog; B1 is killed (kill -9) and daemon B runs
+ * again.  Every send completes exactly once within 2 s: SL_OK for those daemon B took before B1's
+ * queue died, SL_ERR_NO_ENDPOINT for every later one, in send order (no
+ * OK after the first NO_ENDPOINT); then a new send fails at once, and
+ * A's link to B is idle and up.
+ */
+START_TEST(c14_client_killed)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { NULL, "[transport]\neager_credits = 8\n" };
+	struct h_daemon nodes[2];
+	struct link_figures fa;
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	struct sl_cqe cqe;
+	uint8_t *buf, seen[C14_SENDS] = { 0 };
+	sl_addr_t b1;
+	pid_t victim;
+	int st, pfd[2];
+	uint8_t x;
+	uint32_t i, ok = 0, noep = 0, first_noep = C14_SENDS;
+	int64_t t0, last = 0;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	b1 = (sl_addr_t){ nodes[1].node, C14_PORT };
+	H_ASSERT(pipe2(pfd, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+	victim = h_fork();
+	if (victim == 0) {
+		struct cl c;
+
+		cl_name = "B1";
+		cl_open(&c, &nodes[1], C14_PORT, 8);
+		cl_signal(pfd[1], "bound");
+		for (;;)
+			pause();
+	}
+	H_EQ(h_read_byte(pfd[0], &x, 10000), 1);
+	H_EQ(sl_open(nodes[0].sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 0, 2048, &q), 0);
+	buf = sl_alloc(q, C14_LEN);
+	H_ASSERT(buf, "sl_alloc");
+	/* B stands still while A1 posts, so that A's window fills. */
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
+	for (i = 0; i < C14_SENDS; i++)
+		H_EQ(sl_send(q, b1, 5, buf, C14_LEN, i), 0);
+	h_sleep_ms(200);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.backlog"), C14_SENDS - 8);
+	H_EQ(kill(victim, SIGKILL), 0);
+	H_EQ(waitpid(victim, &st, 0), victim);
+	t0 = h_now_ms();
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
+	for (i = 0; i < C14_SENDS; i++) {
+		H_ASSERT(h_wait_cqe(q, &cqe, C14_BOUND_MS) == 1, "%u of %u completions", i,
+			 C14_SENDS);
+		H_ASSERT(cqe.user_ctx < C14_SENDS && !seen[cqe.user_ctx], "ctx %llu %s",
+			 (unsigned long long)cqe.user_ctx,
+			 cqe.user_ctx < C14_SENDS ? "twice" : "unknown");
+		seen[cqe.user_ctx] = 1;
+		if (cqe.status == SL_OK) {
+			H_ASSERT(cqe.user_ctx < first_noep, "send %llu OK after send %u failed",
+				 (unsigned long long)cqe.user_ctx, first_noep);
+			ok++;
+		} else {
+			H_ASSERT(cqe.status == SL_ERR_NO_ENDPOINT, "send %llu: %s",
+				 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+			if (cqe.user_ctx < first_noep)
+				first_noep = (uint32_t)cqe.user_ctx;
+			noep++;
+		}
+		last = h_now_ms() - t0;
+	}
+	H_ASSERT(last < C14_BOUND_MS, "the last completion came %lld ms after the kill",
+		 (long long)last);
+	H_ASSERT(noep > C14_SENDS / 2, "only %u of %u sends failed", noep, C14_SENDS);
+	H_EQ(sl_send(q, b1, 5, buf, 8, C14_SENDS), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 100), 1);
+	H_ASSERT(cqe.user_ctx == C14_SENDS && cqe.status == SL_ERR_NO_ENDPOINT, "ctx %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	expect_link_idle(&nodes[0], "B", &fa);
+	printf("c14_client_killed: %u sends to a client killed with %u of them queued at A: "
+	       "%u SL_OK (taken before), %u SL_ERR_NO_ENDPOINT, each once, the last %lld ms "
+	       "after the kill; a later send failed at once\n", C14_SENDS, C14_SENDS - 8, ok,
+	       noep, (long long)last);
+	H_ASSERT(close(pfd[0]) == 0 && close(pfd[1]) == 0, "close: %s", strerror(errno));
+	sl_close(ctx);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -939,6 +1042,7 @@ int main(void)
 	tcase_add_test(tcase(s, "healthy_link", 300), healthy_link);
 	tcase_add_test(tcase(s, "peer_timeout_kill", 60), peer_timeout_kill);
 	tcase_add_test(tcase(s, "peer_timeout_silent", 60), peer_timeout_silent);
+	tcase_add_test(tcase(s, "c14_client_killed", 60), c14_client_killed);
 	tc = tcase(s, "c08_outage", 300);
 	tcase_add_test(tc, c08_outage_cache_off);
 	tcase_add_test(tc, c08_outage_cache_on);
