@@ -26,6 +26,12 @@
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
 #define LINK_POST_RETRY 1e-3	/* seconds: a refused post with nothing in flight */
+/* Liveness: an up link sends a frame at least every LINK_KEEPALIVE
+ * seconds (a protocol constant, so that a peer configured differently
+ * still hears it often enough), and one that hears nothing for
+ * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
+#define LINK_KEEPALIVE 0.25
+#define LINK_SILENCE_MIN 1.0
 
 const char *link_state_name(enum link_state s)
 {
@@ -130,6 +136,12 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 	}
 	if (f->mr)
 		rcache_put(d->rc, f->mr);
+	if (f->send_id && !f->recv_id && f->status != SL_OK) {
+		/* A late RTR for it will want to know why. */
+		l->gone[l->gone_next].send_id = f->send_id;
+		l->gone[l->gone_next].status = f->status;
+		l->gone_next = (l->gone_next + 1) % LINK_GONE_MAX;
+	}
 	engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, f->status);
 	queue_put(f->q);
 	free(f);
@@ -262,6 +274,7 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 	if (n == 0) {
 		l->ack_sent = wf->ack;
 		l->frames_tx++;
+		l->tx_at = ev_now(l->d->loop);
 	} else if (n == -ENOMEM) {
 		post_refused(l);
 	}
@@ -763,6 +776,18 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 		start_writes(l, f);	/* else on the RTR sent again */
 }
 
+/* Why rendezvous send @send_id ended before its RTR: SL_ERR_CANCELED (the
+ * receiver hears SL_ERR_NO_ENDPOINT) unless it is remembered. */
+static uint32_t gone_status(const struct link *l, uint64_t send_id)
+{
+	uint32_t i;
+
+	for (i = 0; i < LINK_GONE_MAX; i++)
+		if (l->gone[i].send_id == send_id)
+			return (uint32_t)l->gone[i].status;
+	return SL_ERR_CANCELED;
+}
+
 static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 {
 	struct daemon *d = l->d;
@@ -771,12 +796,13 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 
 	if (!f || frame_decided(f)) {
 		/* Its send was cancelled (the client closed its queue) or
-		 * failed (peer timeout): give the receive back, or (an abort)
-		 * let the receiver release it. */
+		 * failed (peer timeout): give the receive back with the
+		 * reason, or (an abort) let the receiver release it. */
 		log_debug("link %s: RTR for finished send %llu", l->peer->name,
 			  (unsigned long long)wf->u.rtr.send_id);
 		if (wf->u.rtr.status == SL_OK || wf->u.rtr.recv_id)
-			link_queue_fin(l, wf->u.rtr.recv_id, SL_ERR_CANCELED);
+			link_queue_fin(l, wf->u.rtr.recv_id,
+				       f ? (uint32_t)f->status : gone_status(l, wf->u.rtr.send_id));
 		return 0;
 	}
 	if (f->recv_id && wf->u.rtr.status != SL_OK && wf->u.rtr.recv_id == f->recv_id) {
@@ -1226,14 +1252,20 @@ static void link_went_down(struct link *l, int err)
 	 * connection that never got past its HELLO does not restart it). */
 	if (l->state == LINK_UP) {
 		l->down_since = ev_now(l->d->loop);
-		/* Broken for want of acks: silent since the last one. */
-		if (err == -ETIMEDOUT && l->heard_at < l->down_since)
-			l->down_since = l->heard_at;
+		/* Broken for want of acks, or of any frame: silent since the
+		 * last one. */
+		if (err == -ETIMEDOUT) {
+			ev_tstamp heard = l->heard_at > l->rx_at ? l->heard_at : l->rx_at;
+
+			if (heard < l->down_since)
+				l->down_since = heard;
+		}
 	}
 	l->conn = NULL;
 	l->state = LINK_DOWN;
 	ev_timer_stop(l->d->loop, &l->retry_w);
 	ev_timer_stop(l->d->loop, &l->ack_w);
+	ev_timer_stop(l->d->loop, &l->alive_w);
 	/* The transport has completed every WR (flush errors) before
 	 * closed(), so nothing is posted any more. */
 	while ((f = TAILQ_FIRST(&l->writes))) {
@@ -1362,6 +1394,38 @@ static void ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	l->d->xp->ops->close(l->conn, -ETIMEDOUT);
 }
 
+/* Every LINK_KEEPALIVE while up: say something if we have been quiet that
+ * long (so the peer hears us at least every 2 x LINK_KEEPALIVE, whatever
+ * the phase of the two timers), and give up on a connection that has been
+ * silent for ack_timeout_ms (times the retransmission back-off), but not
+ * less than LINK_SILENCE_MIN.  Without it an idle dialer whose peer broke
+ * the connection in a partition would never redial. */
+static void alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct link *l = w->data;
+	ev_tstamp now = ev_now(loop), limit = l->ack_backoff * l->d->cfg.ack_timeout_ms / 1e3;
+
+	if (limit < LINK_SILENCE_MIN)
+		limit = LINK_SILENCE_MIN;
+	(void)revents;
+	if (l->state != LINK_UP)
+		return;
+	if (now - l->rx_at >= limit) {
+		l->silences++;
+		log_warn("link %s: nothing heard for %.0f ms: reconnecting", l->peer->name,
+			 (now - l->rx_at) * 1e3);
+		l->d->xp->ops->close(l->conn, -ETIMEDOUT);
+		return;
+	}
+	if (now - l->tx_at >= LINK_KEEPALIVE &&
+	    l->d->xp->ops->sq_space(l->conn) > 0) {
+		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
+
+		if (post_frame(l, &wf, NULL, 0) == 0)
+			l->d->xp->ops->flush(l->conn);
+	}
+}
+
 /* The peer came back as a new incarnation: nothing of the old one will
  * ever answer.  What was pending for it fails SL_ERR_PEER_RESTARTED, and
  * both streams start again from seq 1. */
@@ -1438,7 +1502,9 @@ static void link_up(struct link *l)
 	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
 	l->connects++;
 	ev_timer_stop(l->d->loop, &l->timeout_w);
-	l->heard_at = ev_now(l->d->loop);
+	l->heard_at = l->rx_at = l->tx_at = ev_now(l->d->loop);
+	ev_timer_set(&l->alive_w, LINK_KEEPALIVE, LINK_KEEPALIVE);
+	ev_timer_start(l->d->loop, &l->alive_w);
 	/* Owe the peer an ack for what it sent before the break: the HELLO
 	 * said how far it got, but only an ack in the stream completes. */
 	l->ack_sent = 0;
@@ -1658,6 +1724,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		return attach_accepted(x->ctx, c, wf);
 	}
 	l->frames_rx++;
+	l->rx_at = ev_now(l->d->loop);
 	if (wf->type == SL_WIRE_HELLO) {
 		if (l->state != LINK_HELLO || wf->u.hello.node_id != l->node_id)
 			return -EPROTO;
@@ -1713,6 +1780,7 @@ static int up_write_imm(struct xport_conn *c, void *ctx, uint32_t imm)
 
 	if (!l || l->conn != c)
 		return -EPROTO;
+	l->rx_at = ev_now(l->d->loop);
 	return process_fin(l, imm, SL_OK);
 }
 
@@ -1777,6 +1845,8 @@ int link_setup_all(struct daemon *d)
 		l->redial_w.data = l;
 		ev_timer_init(&l->ack_w, ack_timeout_cb, 0.0, 0.0);
 		l->ack_w.data = l;
+		ev_timer_init(&l->alive_w, alive_cb, 0.0, 0.0);
+		l->alive_w.data = l;
 		ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
 		l->timeout_w.data = l;
 		d->links[d->n_links++] = l;
@@ -1799,6 +1869,7 @@ void link_teardown_all(struct daemon *d)
 		ev_timer_stop(d->loop, &l->redial_w);
 		ev_timer_stop(d->loop, &l->retry_w);
 		ev_timer_stop(d->loop, &l->ack_w);
+		ev_timer_stop(d->loop, &l->alive_w);
 		ev_timer_stop(d->loop, &l->timeout_w);
 		if (l->conn)
 			d->xp->ops->close(l->conn, -ECONNABORTED);

@@ -179,6 +179,11 @@ struct rndv_recv {
 	struct rcache_req req;
 };
 
+/* Rendezvous sends that failed before their RTR came, remembered so that
+ * a late RTR is answered with the reason (a FIN with SL_ERR_PEER_DOWN,
+ * say) rather than a bare cancel; the oldest are forgotten first. */
+#define LINK_GONE_MAX 1024
+
 struct link {
 	struct daemon *d;
 	const struct peer_conf *peer;
@@ -241,6 +246,15 @@ struct link {
 	uint64_t peer_restarts;		/* new incarnations of the peer seen */
 	uint64_t rndv_restarts;		/* rendezvous writes started again */
 	uint64_t illegal_moves;		/* frame_move() refused: a bug */
+	uint64_t silences;		/* connections broken: nothing heard */
+	/* Liveness (link.c, alive_cb): a frame goes out at least every
+	 * 0.5 s while the link is up (an ACK if nothing else does), and
+	 * nothing heard for max(ack_timeout_ms, 1 s) breaks the connection:
+	 * an idle side learns of a partition too, and the dialer redials. */
+	ev_timer alive_w;
+	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
+	struct { uint64_t send_id; int32_t status; } gone[LINK_GONE_MAX];
+	uint32_t gone_next;		/* ring index */
 };
 
 /* Bytes per RDMA write WR of a rendezvous. */

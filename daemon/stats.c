@@ -108,6 +108,7 @@ static void write_all(struct daemon *d, FILE *f)
 		fprintf(f, "link.%s.peer_restarts %llu\n", n, (unsigned long long)l->peer_restarts);
 		fprintf(f, "link.%s.rndv_restarts %llu\n", n, (unsigned long long)l->rndv_restarts);
 		fprintf(f, "link.%s.illegal_moves %llu\n", n, (unsigned long long)l->illegal_moves);
+		fprintf(f, "link.%s.silences %llu\n", n, (unsigned long long)l->silences);
 		fprintf(f, "link.%s.incarnation %016llx\n", n, (unsigned long long)l->peer_incarnation);
 	}
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <limits.h>
+#include <net/if.h>
 
 #include "harness.h"
 
@@ -100,6 +103,8 @@ void h_dump_logs(void)
 	}
 }
 
+static void netpair_cleanup_all(void);
+
 void h_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
 	char msg[1024];
@@ -111,6 +116,7 @@ void h_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: FAILED: %s: %s\n", file, line, expr, msg);
 	h_dump_logs();
+	netpair_cleanup_all();
 	/* Check's own assertion entry point, so the report names the caller's
 	 * file and line, not this function. */
 	_ck_assert_failed(file, line, expr, "%s: %s", expr, msg);
@@ -223,9 +229,71 @@ void h_daemon_start(struct h_daemon *d, const char *name, uint16_t tcp_port,
 void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port,
 			 const struct h_daemon *peers, unsigned n_peers, const char *conf)
 {
-	char bin[H_PATH_MAX + 32], listen[64], peer_args[H_MAX_NODES][H_NAME_MAX + 32];
-	char conf_path[H_PATH_MAX + 16];
-	const char *argv[16 + 2 * H_MAX_NODES];
+	h_daemon_start_ns(d, name, NULL, NULL, tcp_port, peers, n_peers, conf);
+}
+
+/* The inode number in a /proc/PID/ns/net link ("net:[4026531840]"), or 0. */
+static unsigned long long netns_ino(const char *link)
+{
+	char buf[64];
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return 0;
+	buf[n] = '\0';
+	if (strncmp(buf, "net:[", 5) != 0)
+		return 0;
+	return strtoull(buf + 5, NULL, 10);
+}
+
+/*
+ * A daemon started under "ip netns exec": its pid must be the daemon
+ * itself (ip execs it, no fork in between), running @bin, in the
+ * namespace named d->netns, which is not ours.
+ */
+static void check_netns_daemon(const struct h_daemon *d, const char *bin)
+{
+	char link[64], exe[PATH_MAX], want[PATH_MAX], nsfile[64 + H_NETNS_MAX];
+	unsigned long long ino, own;
+	struct stat st;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)d->pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	H_ASSERT(n > 0, "readlink %s: %s", link, strerror(errno));
+	exe[n] = '\0';
+	H_ASSERT(realpath(bin, want), "realpath %s: %s", bin, strerror(errno));
+	H_ASSERT(strcmp(exe, want) == 0,
+		 "daemon %s: pid %d runs %s, not %s (did ip fork instead of exec?)", d->name,
+		 (int)d->pid, exe, want);
+	snprintf(link, sizeof(link), "/proc/%d/ns/net", (int)d->pid);
+	ino = netns_ino(link);
+	own = netns_ino("/proc/self/ns/net");
+	H_ASSERT(ino && own, "cannot read the network namespaces of %d and of this process",
+		 (int)d->pid);
+	snprintf(nsfile, sizeof(nsfile), "/run/netns/%s", d->netns);
+	H_ASSERT(stat(nsfile, &st) == 0, "stat %s: %s", nsfile, strerror(errno));
+	H_ASSERT((unsigned long long)st.st_ino == ino,
+		 "daemon %s (pid %d) is in network namespace %llu, not %s (%llu)", d->name,
+		 (int)d->pid, ino, d->netns, (unsigned long long)st.st_ino);
+	H_ASSERT(ino != own, "daemon %s runs in the test's own network namespace", d->name);
+}
+
+/* A daemon's host for --listen and --peer. */
+static const char *daemon_host(const struct h_daemon *d)
+{
+	return d->host[0] ? d->host : H_HOST_DEFAULT;
+}
+
+void h_daemon_start_ns(struct h_daemon *d, const char *name, const char *netns,
+		       const char *host, uint16_t tcp_port, const struct h_daemon *peers,
+		       unsigned n_peers, const char *conf)
+{
+	char bin[H_PATH_MAX + 32], listen[H_HOST_MAX + 16];
+	char peer_args[H_MAX_NODES][H_NAME_MAX + H_HOST_MAX + 16];
+	char conf_path[H_PATH_MAX + 16], ip[PATH_MAX];
+	char ns_buf[H_NETNS_MAX], host_buf[H_HOST_MAX], name_buf[H_NAME_MAX];
+	const char *argv[20 + 2 * H_MAX_NODES];
 	unsigned argc = 0, i;
 	int logfd, st;
 	pid_t parent = getpid();
@@ -233,16 +301,34 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
 
 	H_ASSERT(n_peers < H_MAX_NODES, "%u peers", n_peers);
 	H_ASSERT(strlen(name) < H_NAME_MAX, "name %s too long", name);
+	H_ASSERT(!netns || strlen(netns) < H_NETNS_MAX, "netns %s too long", netns);
+	H_ASSERT(!host || strlen(host) < H_HOST_MAX, "host %s too long", host);
+	/* @name, @netns and @host may point into @d: copy them first. */
+	snprintf(ns_buf, sizeof(ns_buf), "%s", netns ? netns : "");
+	snprintf(host_buf, sizeof(host_buf), "%s", host && *host ? host : H_HOST_DEFAULT);
+	snprintf(name_buf, sizeof(name_buf), "%s", name);
 	memset(d, 0, sizeof(*d));
-	strcpy(d->name, name);
-	d->node = sl_node_id(name);
+	strcpy(d->name, name_buf);
+	d->node = sl_node_id(name_buf);
 	d->tcp_port = tcp_port;
+	strcpy(d->netns, ns_buf);
+	strcpy(d->host, host_buf);
+	name = d->name;
 	strcpy(d->dir, "/tmp/sluice-it-XXXXXX");
 	H_ASSERT(mkdtemp(d->dir), "mkdtemp: %s", strerror(errno));
 	snprintf(d->sock, sizeof(d->sock), "%s/sluiced.sock", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/sluiced.log", d->dir);
 	daemon_path(bin, sizeof(bin));
 
+	if (d->netns[0]) {
+		/* ip execs the daemon (no fork): the pid stays the daemon's,
+		 * and PR_SET_PDEATHSIG survives both execs. */
+		H_ASSERT(h_tool("ip", ip, sizeof(ip)), "no ip (iproute2) for netns %s", d->netns);
+		argv[argc++] = ip;
+		argv[argc++] = "netns";
+		argv[argc++] = "exec";
+		argv[argc++] = d->netns;
+	}
 	argv[argc++] = bin;
 	if (conf) {
 		/* In the runtime dir: h_daemon_stop() removes it with the rest. */
@@ -259,14 +345,14 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
 	argv[argc++] = getenv("SLUICE_TEST_LOG_LEVEL") ? getenv("SLUICE_TEST_LOG_LEVEL")
 						       : "debug";
 	if (tcp_port) {
-		snprintf(listen, sizeof(listen), "127.0.0.1:%u", tcp_port);
+		snprintf(listen, sizeof(listen), "%s:%u", daemon_host(d), tcp_port);
 		argv[argc++] = "--listen";
 		argv[argc++] = listen;
 	}
 	for (i = 0; i < n_peers; i++) {
 		H_ASSERT(peers[i].tcp_port, "peer %s has no port", peers[i].name);
-		snprintf(peer_args[i], sizeof(peer_args[i]), "%s=127.0.0.1:%u",
-			 peers[i].name, peers[i].tcp_port);
+		snprintf(peer_args[i], sizeof(peer_args[i]), "%s=%s:%u",
+			 peers[i].name, daemon_host(&peers[i]), peers[i].tcp_port);
 		argv[argc++] = "--peer";
 		argv[argc++] = peer_args[i];
 	}
@@ -291,8 +377,8 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
 		 * sockets) may leak into the daemon's fd table. */
 		if (close_range(3, ~0u, 0) < 0)
 			_exit(126);
-		execv(bin, (char *const *)argv);
-		dprintf(2, "exec %s: %s\n", bin, strerror(errno));
+		execv(argv[0], (char *const *)argv);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	H_ASSERT(close(logfd) == 0, "close: %s", strerror(errno));
@@ -311,6 +397,9 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
 			if (rc == 0) {
 				H_EQ(sl_local_node(ctx), d->node);
 				sl_close(ctx);
+				/* The socket answered this namespace's client. */
+				if (d->netns[0])
+					check_netns_daemon(d, bin);
 				return;
 			}
 			H_ASSERT(rc == -ECONNREFUSED || rc == -ENOENT, "sl_open %s: %s",
@@ -369,12 +458,14 @@ void h_daemon_stop(struct h_daemon *d)
 void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned n_peers,
 		      const char *conf)
 {
-	char name[H_NAME_MAX];
+	char name[H_NAME_MAX], netns[H_NETNS_MAX], host[H_HOST_MAX];
 	uint16_t port = d->tcp_port;
 
 	H_ASSERT(d->pid == 0, "daemon %s is still running (pid %d)", d->name, (int)d->pid);
 	snprintf(name, sizeof(name), "%s", d->name);
-	h_daemon_start_conf(d, name, port, peers, n_peers, conf);
+	snprintf(netns, sizeof(netns), "%s", d->netns);
+	snprintf(host, sizeof(host), "%s", d->host);
+	h_daemon_start_ns(d, name, netns, host, port, peers, n_peers, conf);
 }
 
 void h_daemon_kill(struct h_daemon *d)
@@ -392,7 +483,12 @@ void h_daemon_kill(struct h_daemon *d)
 
 void h_wait_link(const struct h_daemon *from, const struct h_daemon *to)
 {
-	int64_t deadline = h_now_ms() + H_LINK_TIMEOUT_MS;
+	h_wait_link_ms(from, to, H_LINK_TIMEOUT_MS);
+}
+
+void h_wait_link_ms(const struct h_daemon *from, const struct h_daemon *to, int timeout_ms)
+{
+	int64_t deadline = h_now_ms() + timeout_ms;
 	struct sl_ctx *ctx;
 	struct sl_queue *q;
 	int rc;
@@ -406,13 +502,13 @@ void h_wait_link(const struct h_daemon *from, const struct h_daemon *to)
 		int64_t left = deadline - h_now_ms();
 
 		H_ASSERT(left > 0, "no link %s -> %s after %d ms", from->name, to->name,
-			 H_LINK_TIMEOUT_MS);
+			 timeout_ms);
 		rc = sl_send(q, (sl_addr_t){ to->node, H_PORT_NOBODY }, 0, NULL, 0, 1);
 		H_ASSERT(rc == 0, "sl_send: %s", strerror(-rc));
 		rc = h_wait_cqe(q, &cqe, (int)left);
 		H_ASSERT(rc >= 0, "wait: %s", strerror(-rc));
 		H_ASSERT(rc == 1, "no link %s -> %s after %d ms", from->name, to->name,
-			 H_LINK_TIMEOUT_MS);
+			 timeout_ms);
 		H_EQ(cqe.user_ctx, 1);
 		if (cqe.status == SL_ERR_NO_ENDPOINT)
 			break;
@@ -445,22 +541,36 @@ void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigne
 void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsigned n,
 			   const char *const *confs)
 {
+	h_cluster_start_netns(ds, names, n, NULL, NULL, confs);
+}
+
+void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *netns, const char *const *hosts,
+			   const char *const *confs)
+{
 	struct h_daemon peers[H_MAX_NODES];
 	uint16_t ports[H_MAX_NODES];
 	unsigned i, j, k;
 
 	H_ASSERT(n >= 1 && n <= H_MAX_NODES, "%u nodes", n);
+	/* Free on 127.0.0.1 here; a fresh namespace has every port free. */
 	free_ports(ports, n);
 	for (i = 0; i < n; i++) {
+		const char *host = hosts && hosts[i] && *hosts[i] ? hosts[i] : H_HOST_DEFAULT;
+
 		memset(&ds[i], 0, sizeof(ds[i]));
 		snprintf(ds[i].name, sizeof(ds[i].name), "%s", names[i]);
 		ds[i].tcp_port = ports[i];
+		H_ASSERT(strlen(host) < sizeof(ds[i].host), "host %s too long", host);
+		strcpy(ds[i].host, host);
 	}
 	for (i = 0; i < n; i++) {
 		for (j = 0, k = 0; j < n; j++)
 			if (j != i)
 				peers[k++] = ds[j];
-		h_daemon_start_conf(&ds[i], names[i], ports[i], peers, k, confs ? confs[i] : NULL);
+		h_daemon_start_ns(&ds[i], names[i], netns ? netns[i] : NULL,
+				  hosts ? hosts[i] : NULL, ports[i], peers, k,
+				  confs ? confs[i] : NULL);
 	}
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
@@ -834,4 +944,499 @@ const char *h_daemon_stat_str(const struct h_daemon *d, const char *name, char *
 
 	h_daemon_stats(d, &st);
 	return h_stats_str(&st, name, buf, cap);
+}
+
+/* ---- network namespaces ---- */
+
+int h_run(const char *const *argv, char *out, size_t cap, int timeout_ms)
+{
+	int64_t deadline = h_now_ms() + timeout_ms;
+	char scratch[512];
+	size_t len = 0;
+	bool timed_out = false, to_out;
+	int pfd[2], st, rc;
+	pid_t pid, w;
+
+	if (out && cap)
+		out[0] = '\0';
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		(void)close(pfd[0]);
+		(void)close(pfd[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		int nullfd = open("/dev/null", O_RDONLY);
+
+		if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(pfd[1], 1) < 0 ||
+		    dup2(pfd[1], 2) < 0 || close_range(3, ~0u, 0) < 0)
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	(void)close(pfd[1]);
+	for (;;) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		int64_t left = deadline - h_now_ms();
+		ssize_t n;
+
+		if (left <= 0) {
+			timed_out = true;
+			(void)kill(pid, SIGKILL);
+			break;
+		}
+		rc = poll(&p, 1, (int)left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			continue;	/* the deadline check ends it */
+		/* Into @out while it has room, then discarded (the pipe
+		 * must keep draining, or the command blocks). */
+		to_out = out && len + 1 < cap;
+		if (to_out)
+			n = read(pfd[0], out + len, cap - 1 - len);
+		else
+			n = read(pfd[0], scratch, sizeof(scratch));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (to_out) {
+			len += (size_t)n;
+			out[len] = '\0';
+		}
+	}
+	(void)close(pfd[0]);
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (w != pid)
+		return -ECHILD;
+	if (timed_out)
+		return -ETIMEDOUT;
+	if (!WIFEXITED(st))
+		return -EINTR;
+	return WEXITSTATUS(st);
+}
+
+bool h_tool(const char *name, char *path, size_t cap)
+{
+	static const char fallback[] = "/usr/sbin:/sbin:/usr/bin:/bin";
+	const char *env = getenv("PATH");
+	const char *lists[2] = { env ? env : "", fallback };
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		const char *p = lists[i];
+
+		while (*p) {
+			size_t dlen = strcspn(p, ":");
+			int n;
+
+			if (dlen) {
+				n = snprintf(path, cap, "%.*s/%s", (int)dlen, p, name);
+				if (n > 0 && (size_t)n < cap && access(path, X_OK) == 0)
+					return true;
+			}
+			p += dlen;
+			if (*p == ':')
+				p++;
+		}
+	}
+	return false;
+}
+
+/* Pairs made by this process and not yet destroyed, for h_fail(). */
+static struct h_netpair *netpairs[4];
+
+/* Nothing a test does with namespaces takes long; a hung command must
+ * not hang the test. */
+#define NETNS_CMD_TIMEOUT_MS 10000
+
+/*
+ * Run the command given as NULL-terminated arguments after @tool ("ip"
+ * or "nft", found with h_tool()), its output in @res (@res_cap bytes; may
+ * be NULL).  Returns 0, or -1 with "<command>: <status>: <first line of
+ * its output>" in @why.
+ */
+static int netns_cmd_out(char *res, size_t res_cap, char *why, size_t cap, const char *tool,
+			 ...)
+{
+	char path[PATH_MAX], buf[4096], cmdline[512], *out = res ? res : buf;
+	size_t out_cap = res ? res_cap : sizeof(buf);
+	const char *argv[24];
+	unsigned argc = 0;
+	size_t off;
+	va_list ap;
+	int rc;
+
+	if (!h_tool(tool, path, sizeof(path))) {
+		snprintf(why, cap, "%s not found", tool);
+		return -1;
+	}
+	argv[argc++] = path;
+	va_start(ap, tool);
+	while (argc < sizeof(argv) / sizeof(argv[0]) - 1 &&
+	       (argv[argc] = va_arg(ap, const char *)))
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	rc = h_run(argv, out, out_cap, NETNS_CMD_TIMEOUT_MS);
+	if (rc == 0)
+		return 0;
+	off = (size_t)snprintf(cmdline, sizeof(cmdline), "%s", tool);
+	for (unsigned i = 1; i < argc && off < sizeof(cmdline); i++)
+		off += (size_t)snprintf(cmdline + off, sizeof(cmdline) - off, " %s", argv[i]);
+	out[strcspn(out, "\n")] = '\0';
+	if (rc > 0)
+		snprintf(why, cap, "%s: exit %d: %s", cmdline, rc, out);
+	else
+		snprintf(why, cap, "%s: %s", cmdline,
+			 rc == -ETIMEDOUT ? "timed out" : rc == -EINTR ? "killed" : strerror(-rc));
+	return -1;
+}
+
+#define netns_cmd(why, cap, ...) netns_cmd_out(NULL, 0, why, cap, __VA_ARGS__)
+
+/* Is process @pid gone (so what it named may be removed)? */
+static bool pid_gone(long pid)
+{
+	return pid > 0 && pid <= INT_MAX && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* The pid in a name "<prefix><digits><rest>", or -1. */
+static long name_pid(const char *name, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	char *end;
+	long pid;
+
+	if (strncmp(name, prefix, plen) != 0 || name[plen] < '0' || name[plen] > '9')
+		return -1;
+	pid = strtol(name + plen, &end, 10);
+	return end == name + plen ? -1 : pid;
+}
+
+int h_netns_stale_cleanup(void)
+{
+	char why[256];
+	struct if_nameindex *ifs, *it;
+	struct dirent *e;
+	DIR *dp;
+	int removed = 0;
+
+	dp = opendir("/run/netns");
+	if (dp) {
+		while ((e = readdir(dp))) {
+			long pid = name_pid(e->d_name, H_NETNS_PREFIX);
+
+			if (pid < 0 || !pid_gone(pid))
+				continue;
+			if (netns_cmd(why, sizeof(why), "ip", "netns", "del", e->d_name, NULL) == 0)
+				removed++;
+			else
+				fprintf(stderr, "stale namespace %s: %s\n", e->d_name, why);
+		}
+		(void)closedir(dp);
+	}
+	/* Veths are made inside their namespaces; one here would be the
+	 * leftover of a run that died half-way through. */
+	ifs = if_nameindex();
+	for (it = ifs; it && it->if_index; it++) {
+		long pid = name_pid(it->if_name, H_VETH_PREFIX);
+
+		if (pid < 0 || !pid_gone(pid))
+			continue;
+		if (netns_cmd(why, sizeof(why), "ip", "link", "del", it->if_name, NULL) == 0)
+			removed++;
+		else if (!strstr(why, "Cannot find device"))	/* went with its peer */
+			fprintf(stderr, "stale veth %s: %s\n", it->if_name, why);
+	}
+	if (ifs)
+		if_freenameindex(ifs);
+	if (removed)
+		fprintf(stderr, "removed %d stale namespaces and veths of earlier runs\n", removed);
+	return removed;
+}
+
+#define PARTITION_TABLE "sluice_partition"
+
+/* nft with the one argument @cmd, inside @np's namespace @side; its
+ * output in @out (@out_cap bytes, may be NULL). */
+static int nft_in(struct h_netpair *np, unsigned side, char *out, size_t out_cap, char *why,
+		  size_t cap, const char *cmd)
+{
+	char nft[PATH_MAX];
+
+	if (!h_tool("nft", nft, sizeof(nft))) {
+		snprintf(why, cap, "nft (nftables) not found");
+		return -1;
+	}
+	return netns_cmd_out(out, out_cap, why, cap, "ip", "netns", "exec", np->ns[side], nft,
+			     cmd, NULL);
+}
+
+/*
+ * Load the drop table into @np's namespace @side: packets arriving on its
+ * veth end, and unless @ingress_only those leaving by it.  @netdev: at the
+ * device (netdev ingress and egress hooks); else by interface name in
+ * inet input and output.
+ */
+static int partition_load(struct h_netpair *np, unsigned side, bool netdev, bool ingress_only,
+			  char *why, size_t cap)
+{
+	const char *dev = np->dev[side];
+	char in[160], out[160] = "", rules[512];
+
+	if (netdev) {
+		snprintf(in, sizeof(in), "chain in { type filter hook ingress device \"%s\" "
+			 "priority 0; policy accept; counter drop; }; ", dev);
+		if (!ingress_only)
+			snprintf(out, sizeof(out), "chain out { type filter hook egress device "
+				 "\"%s\" priority 0; policy accept; counter drop; }; ", dev);
+	} else {
+		snprintf(in, sizeof(in), "chain in { type filter hook input priority 0; "
+			 "policy accept; iifname \"%s\" counter drop; }; ", dev);
+		if (!ingress_only)
+			snprintf(out, sizeof(out), "chain out { type filter hook output priority 0; "
+				 "policy accept; oifname \"%s\" counter drop; }; ", dev);
+	}
+	snprintf(rules, sizeof(rules), "table %s " PARTITION_TABLE " { %s%s}",
+		 netdev ? "netdev" : "inet", in, out);
+	return nft_in(np, side, NULL, 0, why, cap, rules);
+}
+
+static void netpair_register(struct h_netpair *np)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(netpairs) / sizeof(netpairs[0]); i++) {
+		if (!netpairs[i]) {
+			netpairs[i] = np;
+			return;
+		}
+	}
+	fprintf(stderr, "harness: more than %zu namespace pairs: the extra one is not "
+		"removed on a failure\n", sizeof(netpairs) / sizeof(netpairs[0]));
+}
+
+static void netpair_unregister(struct h_netpair *np)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(netpairs) / sizeof(netpairs[0]); i++)
+		if (netpairs[i] == np)
+			netpairs[i] = NULL;
+}
+
+/* From h_fail(): the test is about to end; its namespaces go with it
+ * (its daemons, still in them, end on their parent-death signal). */
+static void netpair_cleanup_all(void)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(netpairs) / sizeof(netpairs[0]); i++) {
+		struct h_netpair *np = netpairs[i];
+
+		if (!np || np->owner != getpid())
+			continue;
+		fprintf(stderr, "harness: removing namespaces %s and %s after the failure\n",
+			np->ns[0], np->ns[1]);
+		(void)h_netpair_destroy(np);
+	}
+}
+
+int h_netpair_destroy(struct h_netpair *np)
+{
+	char why[512];
+	int rc = 0;
+	unsigned i;
+
+	netpair_unregister(np);
+	if (np->owner != getpid())
+		return 0;	/* a forked client: not its to remove */
+	/* The veth first: both ends go at once, even while a daemon keeps
+	 * its namespace alive. */
+	if (np->made[0] && np->made[1] &&
+	    netns_cmd(why, sizeof(why), "ip", "-n", np->ns[0], "link", "del", np->dev[0],
+		      NULL) < 0 && !strstr(why, "Cannot find device")) {
+		fprintf(stderr, "harness: %s\n", why);
+		rc = -1;
+	}
+	for (i = 0; i < 2; i++) {
+		if (!np->made[i])
+			continue;
+		if (netns_cmd(why, sizeof(why), "ip", "netns", "del", np->ns[i], NULL) < 0) {
+			fprintf(stderr, "harness: %s\n", why);
+			rc = -1;
+		}
+		np->made[i] = false;
+		np->dropping[i] = false;
+	}
+	np->wire = false;
+	return rc;
+}
+
+int h_netpair_create(struct h_netpair *np, char *why, size_t cap)
+{
+	char path[PATH_MAX], addr[2][24], probe[256];
+	unsigned subnet, i;
+	pid_t me = getpid();
+
+	memset(np, 0, sizeof(*np));
+	np->owner = me;
+	if (geteuid() != 0) {
+		snprintf(why, cap, "not root (euid %d): network namespaces need root",
+			 (int)geteuid());
+		return -1;
+	}
+	if (!h_tool("ip", path, sizeof(path))) {
+		snprintf(why, cap, "ip (iproute2) not found");
+		return -1;
+	}
+	if (!h_tool("nft", path, sizeof(path))) {
+		snprintf(why, cap, "nft (nftables) not found");
+		return -1;
+	}
+	(void)h_netns_stale_cleanup();
+	subnet = (unsigned)me % 250 + 1;
+	for (i = 0; i < 2; i++) {
+		snprintf(np->ns[i], sizeof(np->ns[i]), H_NETNS_PREFIX "%d-%c", (int)me, 'a' + i);
+		snprintf(np->dev[i], sizeof(np->dev[i]), H_VETH_PREFIX "%d%c", (int)me, 'a' + i);
+		snprintf(np->ip[i], sizeof(np->ip[i]), "10.77.%u.%u", subnet, i + 1);
+		snprintf(addr[i], sizeof(addr[i]), "%s/24", np->ip[i]);
+	}
+	netpair_register(np);
+	for (i = 0; i < 2; i++) {
+		if (netns_cmd(why, cap, "ip", "netns", "add", np->ns[i], NULL) < 0)
+			goto fail;
+		np->made[i] = true;
+	}
+	/* Both ends made straight in their namespaces: none is ever left in
+	 * ours. */
+	if (netns_cmd(why, cap, "ip", "link", "add", np->dev[0], "netns", np->ns[0], "type",
+		      "veth", "peer", "name", np->dev[1], "netns", np->ns[1], NULL) < 0)
+		goto fail;
+	for (i = 0; i < 2; i++) {
+		if (netns_cmd(why, cap, "ip", "-n", np->ns[i], "addr", "add", addr[i], "dev",
+			      np->dev[i], NULL) < 0 ||
+		    netns_cmd(why, cap, "ip", "-n", np->ns[i], "link", "set", "lo", "up", NULL) < 0 ||
+		    netns_cmd(why, cap, "ip", "-n", np->ns[i], "link", "set", np->dev[i], "up",
+			      NULL) < 0)
+			goto fail;
+	}
+	/* Can nft drop here?  Device hooks first (egress: Linux 5.16). */
+	np->netdev_hooks = true;
+	if (partition_load(np, 1, true, false, probe, sizeof(probe)) < 0) {
+		np->netdev_hooks = false;
+		if (partition_load(np, 1, false, false, why, cap) < 0)
+			goto fail;
+		fprintf(stderr, "harness: nft has no netdev egress hook here (%s): partitions "
+			"drop in inet input/output instead\n", probe);
+	}
+	if (nft_in(np, 1, NULL, 0, why, cap, np->netdev_hooks ? "delete table netdev " PARTITION_TABLE
+						      : "delete table inet " PARTITION_TABLE) < 0)
+		goto fail;
+	return 0;
+
+fail:
+	(void)h_netpair_destroy(np);
+	return -1;
+}
+
+bool h_netpair_open(struct h_netpair *np, const char *test)
+{
+	const char *strict = getenv("SLUICE_STRICT_NETNS");
+	char why[512];
+
+	if (h_netpair_create(np, why, sizeof(why)) == 0)
+		return true;
+	if (strict && strcmp(strict, "1") == 0)
+		h_fail(__FILE__, __LINE__, "h_netpair_open",
+		       "%s: no network namespaces (SLUICE_STRICT_NETNS=1): %s", test, why);
+	printf("SKIPPED: %s (%s)\n", why, test);
+	fflush(stdout);
+	return false;
+}
+
+void h_netpair_drop(struct h_netpair *np, unsigned side)
+{
+	char why[512];
+	unsigned i;
+
+	H_ASSERT(side <= H_NETPAIR_WIRE, "side %u", side);
+	for (i = 0; i < 2; i++) {
+		if (side != H_NETPAIR_WIRE && side != i)
+			continue;
+		H_ASSERT(np->made[i], "namespace %u not made", i);
+		H_ASSERT(!np->dropping[i], "%s already drops", np->ns[i]);
+		H_ASSERT(partition_load(np, i, np->netdev_hooks, side == H_NETPAIR_WIRE, why,
+					sizeof(why)) == 0, "%s", why);
+		np->dropping[i] = true;
+	}
+	np->wire = side == H_NETPAIR_WIRE;
+}
+
+uint64_t h_netpair_heal(struct h_netpair *np, unsigned side)
+{
+	const char *family = np->netdev_hooks ? "netdev" : "inet";
+	char why[512], cmd[128], out[4096];
+	uint64_t packets = 0;
+	const char *p;
+	unsigned i;
+
+	H_ASSERT(side <= H_NETPAIR_WIRE, "side %u", side);
+	H_ASSERT(np->wire == (side == H_NETPAIR_WIRE), "heal side %u of a drop %s", side,
+		 np->wire ? "on the wire" : "in one namespace");
+	for (i = 0; i < 2; i++) {
+		if (side != H_NETPAIR_WIRE && side != i)
+			continue;
+		H_ASSERT(np->dropping[i], "%s does not drop", np->ns[i]);
+		snprintf(cmd, sizeof(cmd), "list table %s " PARTITION_TABLE, family);
+		H_ASSERT(nft_in(np, i, out, sizeof(out), why, sizeof(why), cmd) == 0, "%s", why);
+		for (p = out; (p = strstr(p, "counter packets ")); ) {
+			p += strlen("counter packets ");
+			packets += strtoull(p, NULL, 10);
+		}
+		snprintf(cmd, sizeof(cmd), "delete table %s " PARTITION_TABLE, family);
+		H_ASSERT(nft_in(np, i, NULL, 0, why, sizeof(why), cmd) == 0, "%s", why);
+		np->dropping[i] = false;
+	}
+	np->wire = false;
+	return packets;
+}
+
+void h_netpair_sysctl(struct h_netpair *np, unsigned side, const char *key, const char *value)
+{
+	char nsfile[64 + H_NETNS_MAX], path[256];
+	pid_t pid;
+	int st;
+
+	H_ASSERT(side < 2 && np->made[side], "namespace side %u not made", side);
+	snprintf(nsfile, sizeof(nsfile), "/run/netns/%s", np->ns[side]);
+	snprintf(path, sizeof(path), "/proc/sys/%s", key);
+	pid = h_fork();
+	if (pid == 0) {
+		/* /proc/sys/net is the namespace of the task that opens it. */
+		int nsfd = open(nsfile, O_RDONLY | O_CLOEXEC), fd;
+		size_t len = strlen(value);
+
+		if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) < 0)
+			_exit(10);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(11);
+		if (write(fd, value, len) != (ssize_t)len || close(fd) < 0)
+			_exit(12);
+		_exit(0);
+	}
+	h_wait_children(&pid, 1, 5000, &st);
+	H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s = %s in %s: %s", key, value,
+		 np->ns[side], WIFEXITED(st) ? (WEXITSTATUS(st) == 10 ? "setns failed" :
+		 WEXITSTATUS(st) == 11 ? "cannot open it" : "cannot write it") : "child killed");
 }

@@ -1,6 +1,8 @@
 /*
  * harness.h - helpers for integration tests: real sluiced processes on
- * TCP loopback, each in a fresh runtime directory under /tmp.
+ * TCP loopback, each in a fresh runtime directory under /tmp; or, for
+ * partition tests, each in its own network namespace on a veth pair that
+ * nftables can cut (h_netpair_*, h_daemon_start_ns, h_cluster_start_netns).
  *
  * Conventions.  Functions meant for the test process itself (h_daemon_*,
  * h_cluster_*, h_wait_*) are fatal on any error: they fail the Check test
@@ -31,6 +33,10 @@
 #define H_LINK_TIMEOUT_MS 5000
 /* A port nobody binds in these tests (privileged, tests do not use it). */
 #define H_PORT_NOBODY 1u
+/* The address daemons listen on, and are dialled at, unless told. */
+#define H_HOST_DEFAULT "127.0.0.1"
+#define H_NETNS_MAX 32
+#define H_HOST_MAX 64
 
 struct h_daemon {
 	char name[H_NAME_MAX];
@@ -40,6 +46,13 @@ struct h_daemon {
 	char dir[H_PATH_MAX];		/* runtime directory */
 	char sock[H_PATH_MAX];		/* dir/sluiced.sock */
 	char log[H_PATH_MAX];		/* dir/sluiced.log, the daemon's stderr */
+	/* Network namespace the daemon runs in (ip netns exec), "" for the
+	 * test's own; its control socket is a path in /tmp, so clients in
+	 * any namespace reach it. */
+	char netns[H_NETNS_MAX];
+	/* IPv4 address for --listen and for the --peer options other daemons
+	 * get; "" means H_HOST_DEFAULT. */
+	char host[H_HOST_MAX];
 };
 
 /* Fail the current test with a message, after dumping the daemon logs. */
@@ -84,8 +97,22 @@ void h_daemon_start_conf(struct h_daemon *d, const char *name, uint16_t tcp_port
 			 const struct h_daemon *peers, unsigned n_peers, const char *conf);
 
 /*
+ * h_daemon_start_ns - h_daemon_start_conf() inside network namespace
+ * @netns (NULL or "": the test's own), listening on @host:@tcp_port
+ * (@host NULL or "": H_HOST_DEFAULT); each peer is dialled at its host.
+ * A daemon in a namespace runs under "ip netns exec", which execs it:
+ * @d->pid is the daemon's own pid, and the start checks it (its
+ * /proc/PID/exe is sluiced, its /proc/PID/ns/net the namespace's) once the
+ * control socket answers from this namespace.  Fatal on error.
+ */
+void h_daemon_start_ns(struct h_daemon *d, const char *name, const char *netns,
+		       const char *host, uint16_t tcp_port, const struct h_daemon *peers,
+		       unsigned n_peers, const char *conf);
+
+/*
  * h_daemon_restart - start @d again after h_daemon_kill() or
- * h_daemon_stop(): same name and TCP port (so its peers redial it), a
+ * h_daemon_stop(): same name, TCP port, namespace and host (so its peers
+ * redial it), a
  * fresh runtime dir, @peers and @conf as for h_daemon_start_conf().
  * Returns once its control socket answers; does not wait for links (use
  * h_wait_link).  Fatal on error.
@@ -119,6 +146,12 @@ void h_cluster_start_conf(struct h_daemon *ds, const char *const *names, unsigne
 /* h_cluster_start() with daemon i reading @confs[i] (@confs NULL, or an
  * entry NULL: no file), for clusters whose nodes differ. */
 void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *confs);
+/* h_cluster_start_confs() with daemon i in network namespace @netns[i]
+ * listening on @hosts[i] (either array NULL, or an entry NULL or "": the
+ * defaults of h_daemon_start_ns). */
+void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *netns, const char *const *hosts,
 			   const char *const *confs);
 void h_cluster_stop(struct h_daemon *ds, unsigned n);
 
@@ -163,6 +196,8 @@ const char *h_daemon_stat_str(const struct h_daemon *d, const char *name, char *
  * or after H_LINK_TIMEOUT_MS.
  */
 void h_wait_link(const struct h_daemon *from, const struct h_daemon *to);
+/* h_wait_link() bounded by @timeout_ms instead. */
+void h_wait_link_ms(const struct h_daemon *from, const struct h_daemon *to, int timeout_ms);
 
 /* Wait for one completion on @q (bounded).  Returns 1, 0 on timeout, or
  * -errno.  Never aborts. */
@@ -189,6 +224,104 @@ pid_t h_fork(void);
  * deadline are SIGKILLed and the test fails.
  */
 void h_wait_children(const pid_t *pids, unsigned n, int timeout_ms, int *status);
+
+/*
+ * Network namespaces, for partition tests (root only; ip from iproute2,
+ * nft from nftables).
+ *
+ * h_run - run @argv (argv[0] a path) with stdin from /dev/null, its
+ * stdout and stderr captured in @out (@cap bytes, NUL-terminated, may be
+ * NULL), bounded by @timeout_ms (then SIGKILLed).  Returns its exit
+ * status (0..255), or -errno (-ETIMEDOUT, or it died of a signal:
+ * -EINTR).  Never aborts.
+ */
+int h_run(const char *const *argv, char *out, size_t cap, int timeout_ms);
+
+/*
+ * h_tool - the path of program @name (searched in $PATH, then /usr/sbin,
+ * /sbin, /usr/bin, /bin) in @path; false if there is none.  Never aborts.
+ */
+bool h_tool(const char *name, char *path, size_t cap);
+
+/*
+ * Two namespaces joined by a veth pair: side 0 has ns[0], dev[0],
+ * ip[0] (10.77.X.1/24), side 1 the same with .2.  Names carry the pid of
+ * the process that made them (Check forks each test), so runs never
+ * collide and the leftovers of a dead process are recognised.
+ */
+#define H_NETNS_PREFIX "slns-"
+#define H_VETH_PREFIX "slv"
+struct h_netpair {
+	char ns[2][H_NETNS_MAX];	/* "slns-PID-a", "slns-PID-b" */
+	char dev[2][16];		/* "slvPIDa", "slvPIDb" (IFNAMSIZ) */
+	char ip[2][16];			/* "10.77.X.1", "10.77.X.2" */
+	bool made[2];			/* namespace i exists */
+	bool dropping[2];		/* the drop table is in namespace i */
+	bool wire;			/* dropping: H_NETPAIR_WIRE */
+	bool netdev_hooks;		/* drop at the device (netdev ingress and
+					 * egress: no socket sees an error), not
+					 * in inet input/output */
+	pid_t owner;			/* the process that made them */
+};
+
+/*
+ * h_netns_stale_cleanup - remove the namespaces (and with them their
+ * veths) and root-namespace veths named by this harness whose process is
+ * gone: what a test killed by Check's timeout left.  Never aborts;
+ * returns how many it removed.
+ */
+int h_netns_stale_cleanup(void);
+
+/*
+ * h_netpair_create - clean up stale ones, then make @np: both namespaces
+ * (lo up), the veth pair with one end in each, addresses, links up, and
+ * check that nft can load a drop rule there (added and removed at once).
+ * Returns 0, or -1 with the reason in @why (@cap bytes) after undoing
+ * what it made: not root, ip or nft missing, a step refused.  Never
+ * aborts.  Until h_netpair_destroy(), a failing test (h_fail) removes
+ * them too.
+ */
+int h_netpair_create(struct h_netpair *np, char *why, size_t cap);
+
+/*
+ * h_netpair_open - h_netpair_create(), with the policy of partition
+ * tests: on failure print one line "SKIPPED: <reason>" and return false
+ * (the caller returns, and the test passes), unless the environment says
+ * SLUICE_STRICT_NETNS=1: then the test fails with the reason.
+ */
+bool h_netpair_open(struct h_netpair *np, const char *test);
+
+/* h_netpair_destroy - remove the pair (veth, then both namespaces; a
+ * daemon still in one keeps it alive, unnamed, until it exits).  Returns
+ * 0 or -1 after trying every step (failures on stderr).  Never aborts. */
+int h_netpair_destroy(struct h_netpair *np);
+
+/*
+ * h_netpair_drop - a partition of the link, by an nftables table (with
+ * counters) that drops packets.  @side 0 or 1: inside that namespace
+ * only, every packet in and out of its veth end.  Neither end nor any
+ * application hears of it (no RST, no ICMP, no error on a socket: the
+ * netdev ingress and egress hooks of the device), but the kernel of
+ * @side does: a packet dropped at egress counts for its TCP as a local
+ * drop (NET_XMIT_DROP, local congestion), so it probes every 500 ms
+ * without back-off instead of retransmitting with back-off, and an
+ * orphaned (closed) socket there dies within a few seconds.  (Where the kernel has no egress hook,
+ * np->netdev_hooks false, inet input and output rules are used instead,
+ * and a socket of @side then sees EPERM.)
+ * @side H_NETPAIR_WIRE: the cable cut: packets are dropped as they arrive
+ * in either namespace, so both kernels send as usual and nothing arrives.
+ * Fatal on error.
+ * h_netpair_heal - remove it again (the same @side); returns the packets
+ * it dropped.  Fatal on error.
+ */
+#define H_NETPAIR_WIRE 2u
+void h_netpair_drop(struct h_netpair *np, unsigned side);
+uint64_t h_netpair_heal(struct h_netpair *np, unsigned side);
+
+/* h_netpair_sysctl - write @value to /proc/sys/@key (e.g.
+ * "net/ipv4/tcp_orphan_retries") inside namespace @side: settings of the
+ * namespace's own network stack only.  Fatal on error. */
+void h_netpair_sysctl(struct h_netpair *np, unsigned side, const char *key, const char *value);
 
 /* Monotonic milliseconds. */
 int64_t h_now_ms(void);

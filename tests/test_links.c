@@ -29,6 +29,8 @@
  *                      link resumes with the same incarnation
  *   c14_client_killed  case C14, variant 1: 2,000 sends queued for a client
  *                      that is killed all complete within 2 s, each once
+ *   late_rtr_status    an RTR for a send failed by a peer timeout gets a
+ *                      FIN with that reason (SL_ERR_PEER_DOWN)
  *   c08_outage         case C08 with a 3 s outage: 200 x 1 MiB rendezvous
  *                      caught at every stage all complete SL_OK once, with
  *                      the registration cache off and on
@@ -1019,6 +1021,100 @@ START_TEST(c14_client_killed)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* late_rtr_status: a late RTR learns why its send ended                */
+/* ------------------------------------------------------------------ */
+
+#define LR_PORT 650
+#define LR_TAG 9
+#define LR_LEN (1u << 20)
+
+/*
+ * Two 1 MiB rendezvous messages from A1 wait unexpected at B (their RTS
+ * acknowledged); then B stops.  A (peer_timeout_ms 1000) hears nothing,
+ * breaks the connection and, a second later, fails both sends
+ * SL_ERR_PEER_DOWN.  B wakes with its default 30 s timeout untouched, the
+ * link comes back, and B1 posts two wildcard receives: they meet the two
+ * RTS, and A, whose sends are gone, answers each RTR with a FIN carrying
+ * the reason.  The first receive was overtaken by the second (which also
+ * met a message it would have taken), so it completes with that reason:
+ * SL_ERR_PEER_DOWN, not SL_ERR_NO_ENDPOINT (which would say the sender's
+ * endpoint closed); the second goes back to its place and takes the next
+ * message, a small one A1 sends afterwards.
+ */
+START_TEST(late_rtr_status)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { "[transport]\npeer_timeout_ms = 1000\nack_timeout_ms = 200\n",
+				 NULL };
+	struct h_daemon nodes[2];
+	struct sl_ctx *ctx, *bctx;
+	struct sl_queue *q, *bq;
+	struct sl_cqe cqe;
+	uint8_t *buf, *rb;
+	sl_addr_t b1;
+	int64_t t0;
+	unsigned i;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	b1 = (sl_addr_t){ nodes[1].node, LR_PORT };
+	H_EQ(sl_open(nodes[1].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, LR_PORT, 8, &bq), 0);
+	rb = sl_alloc(bq, 2 * LR_LEN);
+	H_ASSERT(rb, "sl_alloc");
+	H_EQ(sl_open(nodes[0].sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 0, 8, &q), 0);
+	buf = sl_alloc(q, LR_LEN);
+	H_ASSERT(buf, "sl_alloc");
+	for (i = 0; i < 2; i++)
+		H_EQ(sl_send(q, b1, LR_TAG, buf, LR_LEN, i), 0);
+	for (t0 = h_now_ms(); h_daemon_stat(&nodes[1], "daemon.unexpected") < 2;) {
+		H_ASSERT(h_now_ms() - t0 < 5000, "the RTS never reached B");
+		h_sleep_ms(10);
+	}
+	h_sleep_ms(50);	/* their ACK is back at A */
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
+	t0 = h_now_ms();
+	for (i = 0; i < 2; i++) {
+		H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+		H_ASSERT(cqe.user_ctx == i && cqe.status == SL_ERR_PEER_DOWN, "send %llu: %s",
+			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	}
+	H_ASSERT(h_now_ms() - t0 < 3000, "the sends failed %lld ms after B stopped",
+		 (long long)(h_now_ms() - t0));
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
+	h_wait_link(&nodes[0], &nodes[1]);
+	H_EQ(h_daemon_stat(&nodes[1], "daemon.unexpected"), 2);
+	for (i = 0; i < 2; i++)
+		H_EQ(sl_recv(bq, SL_ANY_SOURCE, LR_TAG, ~0ull, rb + (size_t)i * LR_LEN, LR_LEN,
+			     100 + i), 0);
+	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
+	H_ASSERT(cqe.user_ctx == 100 && cqe.status == SL_ERR_PEER_DOWN,
+		 "receive %llu: %s (the send was failed by a peer timeout)",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	H_ASSERT(h_wait_cqe(bq, &cqe, 300) == 0, "receive %llu completed %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	memcpy(buf, "after", 6);
+	H_EQ(sl_send(q, b1, LR_TAG, buf, 6, 2), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+	H_ASSERT(cqe.user_ctx == 2 && cqe.status == SL_OK, "send %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
+	H_ASSERT(cqe.user_ctx == 101 && cqe.status == SL_OK && cqe.len == 6 &&
+		 memcmp(rb + LR_LEN, "after", 6) == 0, "receive %llu: %s, %llu B",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status),
+		 (unsigned long long)cqe.len);
+	H_EQ(h_daemon_stat(&nodes[1], "daemon.unexpected"), 0);
+	H_EQ(h_daemon_stat(&nodes[1], "link.A.rndv_rx"), 0);
+	printf("late_rtr_status: two rendezvous failed SL_ERR_PEER_DOWN at A while B slept; "
+	       "after B woke, the overtaken receive completed SL_ERR_PEER_DOWN and the other took "
+	       "the next message\n");
+	sl_close(bctx);
+	sl_close(ctx);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -1043,6 +1139,7 @@ int main(void)
 	tcase_add_test(tcase(s, "peer_timeout_kill", 60), peer_timeout_kill);
 	tcase_add_test(tcase(s, "peer_timeout_silent", 60), peer_timeout_silent);
 	tcase_add_test(tcase(s, "c14_client_killed", 60), c14_client_killed);
+	tcase_add_test(tcase(s, "late_rtr_status", 60), late_rtr_status);
 	tc = tcase(s, "c08_outage", 300);
 	tcase_add_test(tc, c08_outage_cache_off);
 	tcase_add_test(tc, c08_outage_cache_on);

@@ -828,6 +828,15 @@ static void tcp_close(struct xport_conn *c, int err)
 	ev_timer_stop(loop, &c->hello_w);
 	ev_timer_stop(loop, &c->done_w);
 	c->wr_left = 0;
+	/* An abortive close (RST, unsent bytes discarded), as a QP in error:
+	 * after a partition heals, the kernel must not go on delivering
+	 * frames of a connection the link gave up (the new connection sends
+	 * what the peer lacks; a frame from the old one could arrive after
+	 * the link failed its send for good). */
+	if (c->fd >= 0 &&
+	    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1 },
+		       sizeof(struct linger)) < 0)
+		log_warn("tcp: %s: SO_LINGER: %m", c->name);
 	if (c->fd >= 0 && close(c->fd) < 0)
 		log_warn("tcp: %s: close: %m", c->name);
 	c->fd = -1;
