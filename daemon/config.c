@@ -66,6 +66,7 @@
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
 #define ALLOWED_CHUNK    "4K..1G bytes, a power of two"
+#define ALLOWED_DEVICE   "1..63 characters from A-Z a-z 0-9 . _ -"
 
 /* Copy with truncation; always NUL-terminates (size > 0). */
 static void copy_str(char *dst, size_t size, const char *src)
@@ -92,6 +93,7 @@ int config_defaults(struct config *c)
 	copy_str(c->runtime_dir, sizeof(c->runtime_dir), "/run/sluice");
 	c->log_level = LOG_LVL_INFO;
 	c->transport = XPORT_TCP;
+	c->device[0] = '\0';	/* the first device with an active port */
 	c->listen_set = false;
 	c->eager_max = 64 * KIB;
 	c->arena_bytes = 64 * MIB;
@@ -303,7 +305,7 @@ bool config_name_valid(const char *name)
 
 enum key_id {
 	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
-	K_KIND, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
+	K_KIND, K_DEVICE, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
 	K_PEER_TIMEOUT, K_ACK_TIMEOUT, K_REDIAL_MIN, K_REDIAL_MAX,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
 	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
@@ -322,6 +324,7 @@ static const struct {
 	[K_RUNTIME_DIR] = { "daemon", "runtime_dir" },
 	[K_LOG_LEVEL]   = { "daemon", "log_level" },
 	[K_KIND]        = { "transport", "kind" },
+	[K_DEVICE]      = { "transport", "device" },
 	[K_LISTEN]      = { "transport", "listen" },
 	[K_EAGER_MAX]   = { "transport", "eager_max" },
 	[K_SQ_DEPTH]    = { "transport", "sq_depth" },
@@ -356,7 +359,7 @@ static const struct {
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
 	{ "daemon", "node, runtime_dir, log_level" },
-	{ "transport", "kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
+	{ "transport", "kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
 		       "peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
 		    "client_max_queues, client_max_arena_bytes, client_max_inflight" },
@@ -536,15 +539,22 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 			c->transport = XPORT_TCP;
 			return 1;
 		}
+		if (strcmp(value, "verbs") == 0) {
+			c->transport = XPORT_VERBS;
+			return 1;
+		}
 		if (strcmp(value, "auto") == 0) {
 			c->transport = XPORT_AUTO;
 			return 1;
 		}
-		if (strcmp(value, "verbs") == 0)
-			return fail(st, -EINVAL, "[%s] %s: verbs is not supported yet (allowed: tcp, auto)",
-				    sec, name);
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a transport (allowed: tcp, auto)",
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a transport (allowed: tcp, verbs, auto)",
 			    sec, name, value);
+	case K_DEVICE:
+		if (value[0] && !config_name_valid(value))
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not a device name (allowed: %s, or empty for the first device with an active port)",
+				    sec, name, value, ALLOWED_DEVICE);
+		copy_str(c->device, sizeof(c->device), value);
+		return 1;
 	case K_LISTEN:
 		if (parse_hostport(value, c->listen_host, sizeof(c->listen_host),
 				   &c->listen_port, &why) < 0)

@@ -9,20 +9,30 @@
  * Keys (defaults in brackets):
  *   [daemon]    node = NAME [hostname]; runtime_dir = PATH [/run/sluice];
  *               log_level = error|warn|info|debug [info]
- *   [transport] kind = tcp|auto [tcp]  (verbs arrives with its issue);
+ *   [transport] kind = tcp|verbs|auto [tcp]: tcp is verbs semantics over
+ *               TCP; verbs is RC QPs on an RDMA device (rdma-core) connected
+ *               with librdmacm; auto is verbs when an RDMA device has an
+ *               active port, else tcp.  Every node of a cluster must use
+ *               the same (they do not talk to each other);
+ *               device = NAME, 0..63 characters of A-Z a-z 0-9 . _ - [empty:
+ *               the first device with an active port]: the RDMA device of
+ *               kind verbs or auto (sluiced --list-devices shows them);
  *               listen = HOST:PORT [none: single node];
  *               eager_max = BYTES, 0..1048576 [65536];
  *               sq_depth = N, 4..65536 [1024]: frames (work requests) in
  *               each connection's send queue; 2 of them are reserved for
  *               control frames when sq_depth >= 16, else 1;
  *               max_mr = N, 1..1048576 [65536]: memory registrations the
- *               tcp transport's MR table holds at once (the verbs
- *               transport is limited by the device);
+ *               transport holds at once (verbs: at most the device's
+ *               max_mr);
  *               eager_credits = N, 1..65536 [256]: data frames (eager
  *               messages and RTS) a peer may have sent us that we have
  *               not acknowledged yet; told to the peer in HELLO, which
  *               keeps further ones in its backlog until our ACKs return
- *               the credits;
+ *               the credits; the verbs transport posts eager_credits +
+ *               eager_credits / 2 + 16 receive buffers of eager_max + 72
+ *               bytes per connection (in a shared receive queue when the
+ *               device has one; see main.c);
  *               socket_buffer = BYTES, 0 or 1 KiB..64 MiB [0 = the
  *               kernel's]: SO_SNDBUF and SO_RCVBUF of the tcp transport's
  *               sockets (small values test full sockets);
@@ -106,7 +116,7 @@
 #define CONFIG_PEERS_MAX 256
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 
-enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2 };
+enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2, XPORT_VERBS = 3 };
 
 struct peer_conf {
 	char name[CONFIG_NAME_MAX];
@@ -123,6 +133,7 @@ struct config {
 	int log_level;		/* enum log_level */
 	/* [transport] */
 	enum xport_kind transport;
+	char device[CONFIG_NAME_MAX];	/* verbs: RDMA device; "" = first active */
 	bool listen_set;
 	char listen_host[CONFIG_HOST_MAX];
 	uint16_t listen_port;

@@ -34,6 +34,7 @@ static void usage(FILE *out)
 		"      --log-level LEVEL    error, warn, info or debug\n"
 		"      --spin-us N          busy-poll window before sleeping, microseconds\n"
 		"                           (default %d)\n"
+		"      --list-devices       list RDMA devices, ports and GIDs, and exit\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n", SPIN_US_DEFAULT);
 }
@@ -68,7 +69,28 @@ static int add_peer(struct config *c, const char *arg)
 	return 0;
 }
 
-enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN };
+enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN,
+       OPT_LIST_DEVICES };
+
+/* sluiced --list-devices: 0 when there is a device, 1 when none. */
+static int list_devices(void)
+{
+	int n = xport_verbs_list_devices(stdout);
+
+	if (n == -ENOSYS) {
+		fprintf(stderr, "sluiced: no RDMA devices (the kernel has no RDMA support)\n");
+		return 1;
+	}
+	if (n < 0) {
+		fprintf(stderr, "sluiced: cannot list RDMA devices: %s\n", strerror(-n));
+		return 1;
+	}
+	if (n == 0) {
+		fprintf(stderr, "sluiced: no RDMA devices\n");
+		return 1;
+	}
+	return 0;
+}
 
 static int parse_args(struct daemon *d, int argc, char **argv)
 {
@@ -80,6 +102,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "peer", required_argument, NULL, OPT_PEER },
 		{ "log-level", required_argument, NULL, OPT_LOGLEVEL },
 		{ "spin-us", required_argument, NULL, OPT_SPIN },
+		{ "list-devices", no_argument, NULL, OPT_LIST_DEVICES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -100,6 +123,8 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		} else if (opt == 'V') {
 			printf("sluiced %s\n", PACKAGE_VERSION);
 			exit(0);
+		} else if (opt == OPT_LIST_DEVICES) {
+			exit(list_devices());
 		} else if (opt == '?') {
 			usage(stderr);
 			return -EINVAL;
@@ -178,6 +203,69 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Receive buffers per verbs connection: the eager_credits data frames a
+ * peer may have unacknowledged, half as many again for the frames credits
+ * do not count (ACKs, the NAK, RTR, FIN and DONE frames that answer our
+ * own data frames, the RDMA writes with immediate that end rendezvous),
+ * and VERBS_RECV_EXTRA for the HELLO and bursts of those.  This sizes the
+ * steady state, not correctness: a peer that finds no buffer posted gets
+ * an RNR NAK and retries 10 us later, as often as it takes.
+ */
+#define VERBS_RECV_EXTRA 16
+
+static uint32_t verbs_recv_depth(const struct config *c)
+{
+	return c->eager_credits + c->eager_credits / 2 + VERBS_RECV_EXTRA;
+}
+
+/* The transport [transport] kind asks for; NULL with errno (logged). */
+static struct xport *create_transport(struct daemon *d)
+{
+	const struct config *c = &d->cfg;
+	struct xport_params xp = {
+		.sq_depth = c->sq_depth,
+		.max_mr = c->max_mr,
+		.socket_buffer = c->socket_buffer,
+		/* The largest frame a link sends: an eager message of
+		 * eager_max bytes behind the largest header. */
+		.max_frame = c->eager_max + SL_WIRE_HDR_MAX,
+		.recv_depth = verbs_recv_depth(c),
+		.device = c->device,
+		.faults = {
+			.post_enomem_every = c->fault_post_enomem_every,
+			.reg_fail_after = c->fault_reg_fail_after,
+			.delay_completions_us = c->fault_delay_completions_us,
+			.cut_after_frames = c->fault_cut_after_frames,
+			.cut_every_frames = c->fault_cut_every_frames,
+		},
+	};
+	enum xport_kind kind = c->transport;
+	struct xport *x;
+	char dev[64];
+
+	if (kind == XPORT_AUTO) {
+		if (xport_verbs_probe(c->device, dev, sizeof(dev)) == 0) {
+			log_info("transport auto: RDMA device %s has an active port: verbs", dev);
+			kind = XPORT_VERBS;
+		} else {
+			log_info("transport auto: no RDMA device%s%s with an active port: tcp",
+				 c->device[0] ? " " : "", c->device);
+			kind = XPORT_TCP;
+		}
+	}
+	if (kind == XPORT_VERBS) {
+		x = xport_verbs_create(d->loop, &link_upcalls, d, &xp);
+		if (!x)
+			log_err("verbs transport: %m");
+		return x;
+	}
+	x = xport_tcp_create(d->loop, &link_upcalls, d, &xp);
+	if (!x)
+		log_err("tcp transport: %m");
+	return x;
+}
+
 /* Every accepted descriptor still pending gets SL_ERR_CANCELED, written
  * while the clients' queues are alive, before anything is freed. */
 static void daemon_teardown(struct daemon *d)
@@ -253,25 +341,9 @@ int main(int argc, char **argv)
 	rc = session_listen(d);
 	if (rc)
 		goto out;
-	{
-		struct xport_params xp = {
-			.sq_depth = d->cfg.sq_depth,
-			.max_mr = d->cfg.max_mr,
-			.socket_buffer = d->cfg.socket_buffer,
-			.faults = {
-				.post_enomem_every = d->cfg.fault_post_enomem_every,
-				.reg_fail_after = d->cfg.fault_reg_fail_after,
-				.delay_completions_us = d->cfg.fault_delay_completions_us,
-				.cut_after_frames = d->cfg.fault_cut_after_frames,
-				.cut_every_frames = d->cfg.fault_cut_every_frames,
-			},
-		};
-
-		d->xp = xport_tcp_create(d->loop, &link_upcalls, d, &xp);
-	}
+	d->xp = create_transport(d);
 	if (!d->xp) {
-		rc = -errno;
-		log_err("tcp transport: %m");
+		rc = errno ? -errno : -EIO;	/* non-zero: the exit status is 1 */
 		goto out;
 	}
 	if (config_faults_on(&d->cfg))

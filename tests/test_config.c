@@ -55,7 +55,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 
 	if (strcmp(a->node_name, b->node_name) || a->node_id != b->node_id ||
 	    strcmp(a->runtime_dir, b->runtime_dir) || a->log_level != b->log_level ||
-	    a->transport != b->transport || a->listen_set != b->listen_set ||
+	    a->transport != b->transport || strcmp(a->device, b->device) ||
+	    a->listen_set != b->listen_set ||
 	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
 	    a->eager_max != b->eager_max || a->arena_bytes != b->arena_bytes ||
 	    a->max_queues != b->max_queues ||
@@ -133,7 +134,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
 	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
+	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
 	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
@@ -213,9 +214,17 @@ static const struct bad_case bad_cases[] = {
 
 	/* [transport] values. */
 	{ "bad kind", "[transport]\nkind = udp\n", -EINVAL,
-	  ":2: [transport] kind: 'udp' is not a transport (allowed: tcp, auto)" },
-	{ "verbs kind", "[transport]\nkind = verbs\n", -EINVAL,
-	  ":2: [transport] kind: verbs is not supported yet (allowed: tcp, auto)" },
+	  ":2: [transport] kind: 'udp' is not a transport (allowed: tcp, verbs, auto)" },
+	{ "kind is case-sensitive", "[transport]\nkind = Verbs\n", -EINVAL,
+	  ":2: [transport] kind: 'Verbs' is not a transport (allowed: tcp, verbs, auto)" },
+	{ "device with a slash", "[transport]\nkind = verbs\ndevice = mlx5/0\n", -EINVAL,
+	  ":3: [transport] device: 'mlx5/0' is not a device name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -, or empty for the first device with an active port)" },
+	{ "device of 64 chars",
+	  "[transport]\ndevice = dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\n",
+	  -EINVAL,
+	  ":2: [transport] device: 'dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd' is not a device name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -, or empty for the first device with an active port)" },
+	{ "device given twice", "[transport]\ndevice = rxe0\ndevice = rxe1\n", -EINVAL,
+	  ":3: [transport] device: given twice (first on line 2)" },
 	{ "eager_max out of range", "[transport]\neager_max = 2000000\n", -EINVAL,
 	  ":2: [transport] eager_max: 2000000 is out of range (allowed: 0..1048576 bytes)" },
 	{ "eager_max suffix out of range", "[transport]\neager_max = 2M\n", -EINVAL,
@@ -323,7 +332,7 @@ static const struct bad_case bad_cases[] = {
 	  ":4: [transport] redial_min_ms: 5000 is greater than redial_max_ms 2000 (allowed: redial_min_ms <= redial_max_ms)" },
 	{ "an error in the file wins over the redial check",
 	  "[transport]\nredial_min_ms = 5000\nbogus = 1\n", -EINVAL,
-	  ":3: [transport] bogus: unknown key (allowed: kind, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
+	  ":3: [transport] bogus: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
 	{ "link_backlog_max 0", "[limits]\nlink_backlog_max = 0\n", -EINVAL,
 	  ":2: [limits] link_backlog_max: 0 is out of range (allowed: 1..1048576)" },
 	{ "link_backlog_max 1048577", "[limits]\nlink_backlog_max = 1048577\n", -EINVAL,
@@ -569,6 +578,7 @@ START_TEST(defaults)
 	ck_assert_str_eq(c.runtime_dir, "/run/sluice");
 	ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
 	ck_assert_int_eq(c.transport, XPORT_TCP);
+	ck_assert_str_eq(c.device, "");
 	ck_assert(!c.listen_set);
 	ck_assert_uint_eq(c.eager_max, 65536);
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
@@ -626,6 +636,7 @@ static const char full_file[] =
 	"\n"
 	"[transport]\n"
 	"kind = auto\n"
+	"device = mlx5_0\n"
 	"listen = [::1]:7400\n"
 	"eager_max = 4K\n"
 	"sq_depth = 256\n"
@@ -672,6 +683,7 @@ START_TEST(full_valid_file)
 	ck_assert_str_eq(c.runtime_dir, "/var/run/sluice-test");
 	ck_assert_int_eq(c.log_level, LOG_LVL_DEBUG);
 	ck_assert_int_eq(c.transport, XPORT_AUTO);
+	ck_assert_str_eq(c.device, "mlx5_0");
 	ck_assert(c.listen_set);
 	ck_assert_str_eq(c.listen_host, "::1");
 	ck_assert_uint_eq(c.listen_port, 7400);
@@ -747,6 +759,40 @@ START_TEST(bounds_accepted)
 	ck_assert_int_eq(load_text("[limits]\nunexpected_max_bytes = 68719476736\n", &c, err,
 				   sizeof(err)), 0);
 	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 30);
+}
+END_TEST
+
+/* kind = verbs and the device key: every value kind takes, device names
+ * as rdma-core spells them, the longest one, and empty for "the first
+ * active device". */
+START_TEST(transport_kinds)
+{
+	struct config c;
+	char err[ERRLEN] = "";
+
+	ck_assert_int_eq(load_text("[transport]\nkind = verbs\n", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_VERBS);
+	ck_assert_str_eq(c.device, "");
+	ck_assert_int_eq(load_text("[transport]\nkind = tcp\n", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_TCP);
+	ck_assert_int_eq(load_text("[transport]\nkind = auto\n", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_AUTO);
+
+	ck_assert_int_eq(load_text("[transport]\nkind = verbs\ndevice = rxe0\n", &c, err,
+				   sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_VERBS);
+	ck_assert_str_eq(c.device, "rxe0");
+	ck_assert_int_eq(load_text("[transport]\ndevice = rocep1s0f0\n", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.transport, XPORT_TCP);	/* the device alone picks nothing */
+	ck_assert_str_eq(c.device, "rocep1s0f0");
+	ck_assert_int_eq(load_text("[transport]\ndevice = "
+				   "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(strlen(c.device), 63);
+	ck_assert_int_eq(load_text("[transport]\nkind = auto\ndevice =\n", &c, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(c.transport, XPORT_AUTO);
+	ck_assert_str_eq(c.device, "");
 }
 END_TEST
 
@@ -1216,6 +1262,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, full_valid_file);
 	tcase_add_test(tc, bounds_accepted);
 	tcase_add_test(tc, bounds_accepted_new_keys);
+	tcase_add_test(tc, transport_kinds);
 	tcase_add_test(tc, chunk_bytes_powers_of_two);
 	tcase_add_test(tc, crlf_and_bom);
 	suite_add_tcase(s, tc);

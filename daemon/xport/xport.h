@@ -35,7 +35,9 @@
 #define SLD_XPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <ev.h>
 
 #include "sl_wire.h"
@@ -101,7 +103,18 @@ struct xport_params {
 	uint32_t sq_depth;		/* WRs per connection SQ */
 	uint32_t max_mr;		/* live registrations */
 	uint32_t socket_buffer;		/* tcp: SO_SNDBUF/SO_RCVBUF bytes, 0 = kernel's */
-	struct xport_faults faults;
+	/* verbs: bytes of the largest frame the link layer sends, header
+	 * included (eager_max + SL_WIRE_HDR_MAX): the size of each posted
+	 * receive buffer, and the largest post_send() frame. */
+	uint32_t max_frame;
+	/* verbs: receive buffers per connection (eager_credits plus room for
+	 * ACK and control frames; see main.c).  Correctness does not depend
+	 * on it: with none posted the sender's QP backs off (RNR) and retries
+	 * without limit, so it only sizes the steady state. */
+	uint32_t recv_depth;
+	/* verbs: device name, NULL or "" = the first with an active port. */
+	const char *device;
+	struct xport_faults faults;	/* tcp only */
 };
 
 /* Counters of a transport, for stats. */
@@ -171,5 +184,28 @@ struct xport {
  */
 struct xport *xport_tcp_create(struct ev_loop *loop, const struct xport_upcalls *up,
 			       void *ctx, const struct xport_params *params);
+
+/*
+ * xport_verbs_create - the verbs transport: RC QPs on an RDMA device
+ * (params->device, or the first with an active port), connected with
+ * librdmacm.  Returns a transport or NULL (errno set: ENODEV when there is
+ * no such device or no active port, else the failing call's).
+ */
+struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcalls *up,
+				 void *ctx, const struct xport_params *params);
+
+/*
+ * xport_verbs_probe - is there an RDMA device with an active port (named
+ * @device unless NULL or "")?  Returns 0 with its name in @name (at most
+ * @namelen bytes), or -ENODEV.  For [transport] kind = auto.
+ */
+int xport_verbs_probe(const char *device, char *name, size_t namelen);
+
+/*
+ * xport_verbs_list_devices - print every RDMA device to @out: its ports,
+ * their state, link layer and GIDs (sluiced --list-devices).  Returns the
+ * number of devices, or -errno when the list cannot be read.
+ */
+int xport_verbs_list_devices(FILE *out);
 
 #endif
