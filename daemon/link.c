@@ -32,6 +32,11 @@
  * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
 #define LINK_KEEPALIVE 0.25
 #define LINK_SILENCE_MIN 1.0
+/* A dial that has not reached LINK_UP (connect and both HELLOs) after
+ * this many seconds is abandoned and redialled: a connect can hang far
+ * longer (TCP's SYN retries, the RDMA CM's REQ retries after a port
+ * came back, a peer that accepts but never says HELLO). */
+#define LINK_DIAL_TIMEOUT 3.0
 
 const char *link_state_name(enum link_state s)
 {
@@ -1313,7 +1318,24 @@ static void link_dial(struct link *l)
 		l->state = LINK_DOWN;
 		timeout_arm(l);
 		link_schedule_redial(l);
+		return;
 	}
+	ev_timer_stop(d->loop, &l->dial_w);
+	ev_timer_set(&l->dial_w, LINK_DIAL_TIMEOUT, 0.0);
+	ev_timer_start(d->loop, &l->dial_w);
+}
+
+static void dial_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct link *l = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (l->state == LINK_UP || !l->conn)
+		return;
+	log_debug("link %s: no link within %.0f s of dialing: dialing again", l->peer->name,
+		  LINK_DIAL_TIMEOUT);
+	l->d->xp->ops->close(l->conn, -ETIMEDOUT);	/* then closed() or connected(err) */
 }
 
 static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1502,6 +1524,7 @@ static void link_up(struct link *l)
 	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
 	l->connects++;
 	ev_timer_stop(l->d->loop, &l->timeout_w);
+	ev_timer_stop(l->d->loop, &l->dial_w);
 	l->heard_at = l->rx_at = l->tx_at = ev_now(l->d->loop);
 	ev_timer_set(&l->alive_w, LINK_KEEPALIVE, LINK_KEEPALIVE);
 	ev_timer_start(l->d->loop, &l->alive_w);
@@ -1847,6 +1870,8 @@ int link_setup_all(struct daemon *d)
 		l->ack_w.data = l;
 		ev_timer_init(&l->alive_w, alive_cb, 0.0, 0.0);
 		l->alive_w.data = l;
+		ev_timer_init(&l->dial_w, dial_timeout_cb, 0.0, 0.0);
+		l->dial_w.data = l;
 		ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
 		l->timeout_w.data = l;
 		d->links[d->n_links++] = l;
@@ -1870,6 +1895,7 @@ void link_teardown_all(struct daemon *d)
 		ev_timer_stop(d->loop, &l->retry_w);
 		ev_timer_stop(d->loop, &l->ack_w);
 		ev_timer_stop(d->loop, &l->alive_w);
+		ev_timer_stop(d->loop, &l->dial_w);
 		ev_timer_stop(d->loop, &l->timeout_w);
 		if (l->conn)
 			d->xp->ops->close(l->conn, -ECONNABORTED);

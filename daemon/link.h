@@ -252,6 +252,7 @@ struct link {
 	 * nothing heard for max(ack_timeout_ms, 1 s) breaks the connection:
 	 * an idle side learns of a partition too, and the dialer redials. */
 	ev_timer alive_w;
+	ev_timer dial_w;		/* a dial that takes too long is redone */
 	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
 	struct { uint64_t send_id; int32_t status; } gone[LINK_GONE_MAX];
 	uint32_t gone_next;		/* ring index */

@@ -46,6 +46,9 @@ unsigned daemon_progress(struct daemon *d)
 	struct queue *q;
 	unsigned work = 0;
 
+	if (d->xp && d->xp->ops->poll)
+		work += d->xp->ops->poll(d->xp);
+
 	TAILQ_FOREACH(q, &d->queues, all) {
 		int rc = queue_drain(q, PASS_BUDGET);
 

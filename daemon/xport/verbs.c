@@ -210,6 +210,7 @@ struct verbs_xport {
 	uint32_t mr_used;		/* slots ever used */
 	struct verbs_keymap keys;	/* lkey -> index + 1 */
 	bool destroying;
+	uint64_t wcs;			/* work completions handled */
 	struct xport_stats st;
 };
 
@@ -922,6 +923,7 @@ static void send_wc(struct xport_conn *c, const struct ibv_wc *wc)
 {
 	int rc;
 
+	c->x->wcs++;
 	if (c->state == VS_CLOSED)
 		return;	/* every WR was completed at the break */
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -995,6 +997,7 @@ static void recv_wc(struct xport_conn *c, const struct ibv_wc *wc)
 	struct verbs_rbuf *rb = (struct verbs_rbuf *)(uintptr_t)wc->wr_id;
 	int rc;
 
+	x->wcs++;
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (c->state != VS_CLOSED) {
 			if (wc->status == IBV_WC_WR_FLUSH_ERR)
@@ -1146,6 +1149,34 @@ static void chan_cb(struct ev_loop *loop, ev_io *w, int revents)
 		conn_poll(c);
 		conn_put(c);
 	}
+}
+
+/*
+ * The progress engine's spin: every connection's CQs, without waiting for
+ * the channel event (the progress model of UCX and libfabric: an event
+ * costs a system call and a wake-up, a poll of an empty CQ a few loads).
+ * The CQs stay armed, so a sleeping engine still wakes on the event.
+ * Each connection and the next are held while polling: an upcall may
+ * close either.  Returns the completions handled.
+ */
+static unsigned verbs_poll_op(struct xport *xb)
+{
+	struct verbs_xport *x = to_verbs(xb);
+	struct xport_conn *c = LIST_FIRST(&x->conns), *next;
+	uint64_t before = x->wcs;
+
+	if (c)
+		c->busy++;
+	while (c) {
+		next = LIST_NEXT(c, all);
+		if (next)
+			next->busy++;
+		if (c->state == VS_UP)
+			conn_poll(c);
+		conn_put(c);
+		c = next;
+	}
+	return (unsigned)(x->wcs - before);
 }
 
 /* ---- device events ---- */
@@ -1741,6 +1772,7 @@ static const struct xport_ops verbs_ops = {
 	.post_send = verbs_post_send,
 	.post_write = verbs_post_write,
 	.flush = verbs_flush,
+	.poll = verbs_poll_op,
 	.sq_space = verbs_sq_space_op,
 	.sq_outstanding = verbs_sq_outstanding_op,
 	.reg_mr = verbs_reg_mr,

@@ -141,6 +141,11 @@ struct xport_ops {
 	int (*post_send)(struct xport_conn *c, const struct xport_send_wr *wr);
 	/* Write what was posted, without blocking.  Completions follow. */
 	void (*flush)(struct xport_conn *c);
+	/* Optional (NULL: everything arrives through the loop's fds): reap
+	 * completions now, without waiting for their event; the progress
+	 * engine calls it on every pass while it spins.  Returns the
+	 * completions handled (its work). */
+	unsigned (*poll)(struct xport *x);
 	/* Queue an RDMA write.  Returns 0, -ENOMEM when the SQ is full,
 	 * -EINVAL for a bad wr (len too large, laddr..len outside the lkey's
 	 * region), -ENOTCONN when the conn is broken. */
