@@ -424,6 +424,31 @@ bool h_daemon_alive(const struct h_daemon *d)
 	return true;
 }
 
+/*
+ * What every daemon must show at the end of every test, whatever the test
+ * did: local operations are never replayed, so each registration was
+ * either deregistered once or is still live (rcache.regs = rcache.deregs
+ * + rcache.regions), and no link frame ever made an illegal move.
+ */
+static void expect_daemon_books_balance(const struct h_daemon *d)
+{
+	struct h_stats *st = malloc(sizeof(*st));
+	const char *p;
+
+	H_ASSERT(st, "malloc");
+	h_daemon_stats(d, st);
+	H_ASSERT(h_stats_u64(st, "rcache.regs") ==
+		 h_stats_u64(st, "rcache.deregs") + h_stats_u64(st, "rcache.regions"),
+		 "daemon %s: %llu registrations, %llu deregistrations, %llu live", d->name,
+		 (unsigned long long)h_stats_u64(st, "rcache.regs"),
+		 (unsigned long long)h_stats_u64(st, "rcache.deregs"),
+		 (unsigned long long)h_stats_u64(st, "rcache.regions"));
+	for (p = strstr(st->text, ".illegal_moves "); p; p = strstr(p + 1, ".illegal_moves "))
+		H_ASSERT(strtoull(p + strlen(".illegal_moves "), NULL, 10) == 0,
+			 "daemon %s: a link frame made an illegal move (see its log)", d->name);
+	free(st);
+}
+
 void h_daemon_stop(struct h_daemon *d)
 {
 	int64_t deadline;
@@ -431,6 +456,7 @@ void h_daemon_stop(struct h_daemon *d)
 	int st = 0;
 
 	H_ASSERT(d->pid > 0, "daemon %s not running", d->name);
+	expect_daemon_books_balance(d);
 	H_ASSERT(kill(d->pid, SIGTERM) == 0, "kill %s: %s", d->name, strerror(errno));
 	deadline = h_now_ms() + H_STOP_TIMEOUT_MS;
 	while ((w = waitpid(d->pid, &st, WNOHANG)) == 0) {

@@ -120,8 +120,11 @@ void h_daemon_start_ns(struct h_daemon *d, const char *name, const char *netns,
 void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned n_peers,
 		      const char *conf);
 
-/* SIGTERM, wait (bounded), require exit status 0 and the socket removed,
- * then remove the runtime directory.  Fatal on error. */
+/* Require that the daemon's books balance (registrations = deregistrations
+ * + live, no illegal link-frame move: issue 5's discipline, checked at the
+ * end of every test), then SIGTERM, wait (bounded), require exit status 0
+ * and the socket removed, and remove the runtime directory.  Fatal on
+ * error. */
 void h_daemon_stop(struct h_daemon *d);
 
 /* SIGKILL the daemon, reap it, and remove its runtime directory (the
