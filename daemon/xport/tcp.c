@@ -43,6 +43,7 @@
 
 #include "accept_pause.h"
 #include "log.h"
+#include "xport/addr.h"
 #include "xport/xport.h"
 
 #define TCP_IOV_BATCH 64		/* frames per writev() */
@@ -202,19 +203,7 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 
 static void name_from_sockaddr(struct xport_conn *c, const struct sockaddr *sa)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(c->name, sizeof(c->name), "%s:%u", host, port);
+	xport_addr_name(sa, c->name, sizeof(c->name));
 }
 
 /* ---- send side ---- */
@@ -880,19 +869,6 @@ static const char *tcp_peer_name(const struct xport_conn *c)
 
 /* ---- setup ---- */
 
-static int resolve(const char *host, uint16_t port, struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	char serv[8];
-	int rc;
-
-	snprintf(serv, sizeof(serv), "%u", port);
-	rc = getaddrinfo(host, serv, &hints, res);
-	if (rc)
-		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	return 0;
-}
-
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tcp_xport *x = w->data;
@@ -934,7 +910,7 @@ static int tcp_listen(struct xport *xb, const char *host, uint16_t port)
 	struct addrinfo *res, *ai;
 	int rc, fd = -1, one = 1;
 
-	rc = resolve(host, port, &res);
+	rc = xport_resolve(host, port, &res);
 	if (rc)
 		return rc;
 	rc = -EADDRNOTAVAIL;
@@ -977,7 +953,7 @@ static int tcp_connect(struct xport *xb, const char *host, uint16_t port, void *
 	struct xport_conn *c;
 	int rc, fd;
 
-	rc = resolve(host, port, &res);
+	rc = xport_resolve(host, port, &res);
 	if (rc)
 		return rc;
 	fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -81,6 +81,7 @@
 
 #include "log.h"
 #include "xport/verbs_wr.h"
+#include "xport/addr.h"
 #include "xport/xport.h"
 
 #define VERBS_RESOLVE_MS 2000		/* address and route resolution */
@@ -416,21 +417,7 @@ static struct xport_conn *conn_new(struct verbs_xport *x, bool outbound)
 
 static void name_from_sockaddr(struct xport_conn *c, const struct sockaddr *sa)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (!sa)
-		return;
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(c->name, sizeof(c->name), "%s:%u", host, port);
+	xport_addr_name(sa, c->name, sizeof(c->name));
 }
 
 static void cq_destroy(struct ibv_cq *cq, unsigned unacked, const char *name)
@@ -1600,19 +1587,6 @@ static const char *verbs_peer_name(const struct xport_conn *c)
 
 /* ---- setup ---- */
 
-static int resolve(const char *host, uint16_t port, struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	char serv[8];
-	int rc;
-
-	snprintf(serv, sizeof(serv), "%u", port);
-	rc = getaddrinfo(host, serv, &hints, res);
-	if (rc)
-		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	return 0;
-}
-
 static int verbs_listen(struct xport *xb, const char *host, uint16_t port)
 {
 	struct verbs_xport *x = to_verbs(xb);
@@ -1622,7 +1596,7 @@ static int verbs_listen(struct xport *xb, const char *host, uint16_t port)
 
 	if (x->listen_id)
 		return -EALREADY;
-	rc = resolve(host, port, &res);
+	rc = xport_resolve(host, port, &res);
 	if (rc)
 		return rc;
 	rc = -EADDRNOTAVAIL;
@@ -1671,7 +1645,7 @@ static int verbs_connect(struct xport *xb, const char *host, uint16_t port, void
 	struct xport_conn *c;
 	int rc;
 
-	rc = resolve(host, port, &res);
+	rc = xport_resolve(host, port, &res);
 	if (rc)
 		return rc;
 	c = conn_new(x, true);
