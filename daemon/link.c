@@ -141,8 +141,8 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 	}
 	if (f->mr)
 		rcache_put(d->rc, f->mr);
-	if (f->send_id && !f->recv_id && f->status != SL_OK) {
-		/* A late RTR for it will want to know why. */
+	if (f->send_id && f->status != SL_OK) {
+		/* A late RTR for it (or one sent again) will want to know why. */
 		l->gone[l->gone_next].send_id = f->send_id;
 		l->gone[l->gone_next].status = f->status;
 		l->gone_next = (l->gone_next + 1) % LINK_GONE_MAX;

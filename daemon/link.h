@@ -179,9 +179,10 @@ struct rndv_recv {
 	struct rcache_req req;
 };
 
-/* Rendezvous sends that failed before their RTR came, remembered so that
- * a late RTR is answered with the reason (a FIN with SL_ERR_PEER_DOWN,
- * say) rather than a bare cancel; the oldest are forgotten first. */
+/* Rendezvous sends that failed, remembered so that a late RTR (or one
+ * sent again after a reconnect) is answered with the reason (a FIN with
+ * SL_ERR_PEER_DOWN, say) rather than a bare cancel; the oldest are
+ * forgotten first. */
 #define LINK_GONE_MAX 1024
 
 struct link {

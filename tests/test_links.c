@@ -1084,9 +1084,16 @@ START_TEST(late_rtr_status)
 	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
 	h_wait_link(&nodes[0], &nodes[1]);
 	H_EQ(h_daemon_stat(&nodes[1], "daemon.unexpected"), 2);
+	/* A stands still while B1 posts both receives, so that both meet
+	 * their RTS (the second overtaking the first) before any FIN can
+	 * come back; otherwise the first could be given back and take the
+	 * second message itself. */
+	H_EQ(kill(nodes[0].pid, SIGSTOP), 0);
 	for (i = 0; i < 2; i++)
 		H_EQ(sl_recv(bq, SL_ANY_SOURCE, LR_TAG, ~0ull, rb + (size_t)i * LR_LEN, LR_LEN,
 			     100 + i), 0);
+	h_sleep_ms(200);
+	H_EQ(kill(nodes[0].pid, SIGCONT), 0);
 	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
 	H_ASSERT(cqe.user_ctx == 100 && cqe.status == SL_ERR_PEER_DOWN,
 		 "receive %llu: %s (the send was failed by a peer timeout)",
