@@ -1466,3 +1466,23 @@ void h_netpair_sysctl(struct h_netpair *np, unsigned side, const char *key, cons
 		 np->ns[side], WIFEXITED(st) ? (WEXITSTATUS(st) == 10 ? "setns failed" :
 		 WEXITSTATUS(st) == 11 ? "cannot open it" : "cannot write it") : "child killed");
 }
+
+TCase *h_tcase(Suite *s, const char *name, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, timeout_s);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
+int h_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

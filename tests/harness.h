@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <check.h>
 
 #include "sluice.h"
 
@@ -335,5 +336,13 @@ void h_sleep_ms(int ms);
  * @timeout_ms; returns 1, 0 on EOF, -ETIMEDOUT, or -errno. */
 int h_write_byte(int fd, uint8_t b);
 int h_read_byte(int fd, uint8_t *b, int timeout_ms);
+
+/* A Check test case named @name in @s, each test bounded by @timeout_s
+ * seconds (tests that start daemons need more than Check's 4 s). */
+TCase *h_tcase(Suite *s, const char *name, int timeout_s);
+
+/* Run @s (forking per test, Check's default) and free it; returns the
+ * process exit status: EXIT_SUCCESS when every test passed. */
+int h_run_suite(Suite *s);
 
 #endif

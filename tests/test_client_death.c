@@ -1476,11 +1476,5 @@ static Suite *client_death_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(client_death_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return h_run_suite(client_death_suite());
 }

@@ -2871,11 +2871,5 @@ static Suite *integration_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(integration_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return h_run_suite(integration_suite());
 }

@@ -728,11 +728,8 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("lifecycle");
-	TCase *tc = tcase_create("lifecycle");
-	SRunner *sr;
-	int failed;
+	TCase *tc = h_tcase(s, "lifecycle", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, daemon_gone_is_reported);
 	tcase_add_test(tc, sigterm_cancels_pending);
 	tcase_add_test(tc, one_daemon_per_runtime_dir);
@@ -747,10 +744,5 @@ int main(void)
 	tcase_add_test(tc, link_backlog_bound);
 	tcase_add_test(tc, credit_window);
 	tcase_add_test(tc, arena_bound);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return h_run_suite(s);
 }

@@ -1125,34 +1125,19 @@ END_TEST
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
-static TCase *tcase(Suite *s, const char *name, int timeout)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, timeout);
-	suite_add_tcase(s, tc);
-	return tc;
-}
-
 int main(void)
 {
 	Suite *s = suite_create("links");
-	SRunner *sr;
 	TCase *tc;
-	int failed;
 
-	tcase_add_test(tcase(s, "cut_every", 600), cut_every);
-	tcase_add_test(tcase(s, "healthy_link", 300), healthy_link);
-	tcase_add_test(tcase(s, "peer_timeout_kill", 60), peer_timeout_kill);
-	tcase_add_test(tcase(s, "peer_timeout_silent", 60), peer_timeout_silent);
-	tcase_add_test(tcase(s, "c14_client_killed", 60), c14_client_killed);
-	tcase_add_test(tcase(s, "late_rtr_status", 60), late_rtr_status);
-	tc = tcase(s, "c08_outage", 300);
+	tcase_add_test(h_tcase(s, "cut_every", 600), cut_every);
+	tcase_add_test(h_tcase(s, "healthy_link", 300), healthy_link);
+	tcase_add_test(h_tcase(s, "peer_timeout_kill", 60), peer_timeout_kill);
+	tcase_add_test(h_tcase(s, "peer_timeout_silent", 60), peer_timeout_silent);
+	tcase_add_test(h_tcase(s, "c14_client_killed", 60), c14_client_killed);
+	tcase_add_test(h_tcase(s, "late_rtr_status", 60), late_rtr_status);
+	tc = h_tcase(s, "c08_outage", 300);
 	tcase_add_test(tc, c08_outage_cache_off);
 	tcase_add_test(tc, c08_outage_cache_on);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return h_run_suite(s);
 }

@@ -850,27 +850,12 @@ END_TEST
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
-static TCase *tcase(Suite *s, const char *name, int timeout)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, timeout);
-	suite_add_tcase(s, tc);
-	return tc;
-}
-
 int main(void)
 {
 	Suite *s = suite_create("netns");
-	SRunner *sr;
-	int failed;
 
-	tcase_add_test(tcase(s, "partition_peer_timeout", 60), partition_peer_timeout);
-	tcase_add_test(tcase(s, "partition_heals", 60), partition_heals);
-	tcase_add_test(tcase(s, "partition_idle_dialer", 60), partition_idle_dialer);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	tcase_add_test(h_tcase(s, "partition_peer_timeout", 60), partition_peer_timeout);
+	tcase_add_test(h_tcase(s, "partition_heals", 60), partition_heals);
+	tcase_add_test(h_tcase(s, "partition_idle_dialer", 60), partition_idle_dialer);
+	return h_run_suite(s);
 }

@@ -1921,39 +1921,24 @@ END_TEST
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
-static TCase *tcase(Suite *s, const char *name, int timeout)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, timeout);
-	suite_add_tcase(s, tc);
-	return tc;
-}
-
 static Suite *pressure_suite(void)
 {
 	Suite *s = suite_create("pressure");
 	TCase *tc;
 
-	tc = tcase(s, "flood", 120);
+	tc = h_tcase(s, "flood", 120);
 	tcase_add_test(tc, flood);
-	tc = tcase(s, "c03_small_socket_buffers", 120);
+	tc = h_tcase(s, "c03_small_socket_buffers", 120);
 	tcase_add_test(tc, c03_mutual_tiny_frames);
 	tcase_add_test(tc, c03_receiver_stops);
-	tc = tcase(s, "c05_many_to_one", 120);
+	tc = h_tcase(s, "c05_many_to_one", 120);
 	tcase_add_test(tc, c05_many_to_one);
-	tc = tcase(s, "round_robin_drain", 30);
+	tc = h_tcase(s, "round_robin_drain", 30);
 	tcase_add_test(tc, round_robin_drain);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pressure_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return h_run_suite(pressure_suite());
 }

@@ -2600,37 +2600,28 @@ END_TEST
 /* Runner                                                               */
 /* ------------------------------------------------------------------ */
 
-static TCase *tcase(Suite *s, const char *name, int timeout)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, timeout);
-	suite_add_tcase(s, tc);
-	return tc;
-}
-
 static Suite *rndv_suite(void)
 {
 	Suite *s = suite_create("rndv");
 	TCase *tc;
 
 	/* Generous timeouts: normally each case takes seconds. */
-	tc = tcase(s, "local_large", 60);
+	tc = h_tcase(s, "local_large", 60);
 	tcase_add_test(tc, local_large_and_truncation);
-	tc = tcase(s, "rcache_full", 120);
+	tc = h_tcase(s, "rcache_full", 120);
 	tcase_add_test(tc, rcache_full_naks);
 	tcase_add_test(tc, rcache_roomy_no_naks);
 	tcase_add_test(tc, max_mr_bounds_registrations);
-	tc = tcase(s, "sq_pressure", 120);
+	tc = h_tcase(s, "sq_pressure", 120);
 	tcase_add_test(tc, sq_pressure);
 	tcase_add_test(tc, writes_not_starved_by_sends);
-	tc = tcase(s, "c01_deferred_rtr", 120);
+	tc = h_tcase(s, "c01_deferred_rtr", 120);
 	tcase_add_test(tc, c01_deferred_rtr);
 	tcase_add_test(tc, c01_fin_after_reg_failure);
 	tcase_add_test(tc, failed_rndv_keeps_order);
-	tc = tcase(s, "c04_sq_burst", 120);
+	tc = h_tcase(s, "c04_sq_burst", 120);
 	tcase_add_test(tc, c04_sq_burst);
-	tc = tcase(s, "c08_reset_during_rndv", 120);
+	tc = h_tcase(s, "c08_reset_during_rndv", 120);
 	tcase_add_test(tc, c08_reset_cache_off);
 	tcase_add_test(tc, c08_reset_cache_on);
 	return s;
@@ -2638,11 +2629,5 @@ static Suite *rndv_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(rndv_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return h_run_suite(rndv_suite());
 }
