@@ -93,6 +93,16 @@ static bool frame_decided(const struct link_frame *f)
 
 /* ---- completing sends ---- */
 
+/* @f has no RDMA write segment left to post (if it was on the list). */
+static void writes_remove(struct link *l, struct link_frame *f)
+{
+	if (!f->in_writes)
+		return;
+	TAILQ_REMOVE(&l->writes, f, wlink);
+	l->n_writes--;
+	f->in_writes = false;
+}
+
 static void list_unlink(struct link *l, struct link_frame *f)
 {
 	if (f->where == FL_UNACKED) {
@@ -109,11 +119,7 @@ static void list_unlink(struct link *l, struct link_frame *f)
 		l->n_rndv_tx--;
 		f->in_rndv = false;
 	}
-	if (f->in_writes) {
-		TAILQ_REMOVE(&l->writes, f, wlink);
-		l->n_writes--;
-		f->in_writes = false;
-	}
+	writes_remove(l, f);
 	if (f->in_reap) {
 		TAILQ_REMOVE(&l->reap, f, wlink);
 		f->in_reap = false;
@@ -814,11 +820,7 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		/* An abort: the receiving client went away.  Stop writing
 		 * and say so with a FIN, unless the last write is on its way
 		 * (its immediate releases the receiver). */
-		if (f->in_writes) {
-			TAILQ_REMOVE(&l->writes, f, wlink);
-			f->in_writes = false;
-			l->n_writes--;
-		}
+		writes_remove(l, f);
 		if (!f->last_posted)
 			link_queue_fin(l, f->recv_id, wf->u.rtr.status);
 		send_decide(l, f, (int)wf->u.rtr.status);
@@ -1198,12 +1200,11 @@ static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl
 		else if (drop_ctl)
 			ctl_free(l, f);
 	}
-	while ((f = TAILQ_FIRST(&l->rndv_tx)))
+	/* Not "while first": a send whose WR were still posted would stay
+	 * (it finishes at its last completion) and that loop never end. */
+	for (f = TAILQ_FIRST(&l->rndv_tx); f; f = next) {
+		next = TAILQ_NEXT(f, rlink);
 		send_decide(l, f, status);
-	while ((f = TAILQ_FIRST(&l->writes))) {	/* decided: none left */
-		TAILQ_REMOVE(&l->writes, f, wlink);
-		f->in_writes = false;
-		l->n_writes--;
 	}
 	engine_drop_rndv_from(d, l->node_id, status, tell);
 	while ((rr = TAILQ_FIRST(&l->rndv_rx))) {
@@ -1273,11 +1274,8 @@ static void link_went_down(struct link *l, int err)
 	ev_timer_stop(l->d->loop, &l->alive_w);
 	/* The transport has completed every WR (flush errors) before
 	 * closed(), so nothing is posted any more. */
-	while ((f = TAILQ_FIRST(&l->writes))) {
-		TAILQ_REMOVE(&l->writes, f, wlink);
-		f->in_writes = false;
-		l->n_writes--;
-	}
+	while ((f = TAILQ_FIRST(&l->writes)))
+		writes_remove(l, f);
 	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
 		if (!f->recv_id || frame_decided(f))
 			continue;
