@@ -103,6 +103,7 @@
 #define VERBS_SRQ_CONNS 8		/* SRQ capacity: this many recv_depths */
 #define VERBS_DRAIN_TIMEOUT 1.0		/* s: waiting for LAST_WQE_REACHED */
 #define VERBS_POST_RETRY 1e-3		/* s: ibv_post_send() said ENOMEM */
+#define VERBS_DREQ_DELAY 0.1		/* s: a broken QP's DREQ waits this long */
 #define VERBS_LISTEN_BACKLOG 64
 
 struct verbs_xport;
@@ -157,6 +158,8 @@ struct xport_conn {
 	bool last_wqe;		/* SRQ: the QP holds no SRQ buffer any more */
 	bool drain_expired;	/* SRQ: gave up waiting for last_wqe */
 	bool leaked;		/* its QP would not go: kept, never freed */
+	bool dreq_owed;		/* broke while its port was down: the CM's
+				 * disconnect waits for PORT_ACTIVE */
 	void *ctx;
 	struct verbs_sq sq;
 	struct verbs_slot *slots;	/* sq.mask + 1 */
@@ -191,6 +194,7 @@ struct verbs_xport {
 	struct rdma_cm_id *listen_id;
 	ev_io chan_w, cm_w, async_w;
 	ev_timer repoll_w;
+	ev_timer dreq_w;		/* dreqs_owed: see qp_break() */
 	LIST_HEAD(, xport_conn) conns;
 	TAILQ_HEAD(, xport_conn) repolls;
 	uint32_t n_repoll;
@@ -211,6 +215,7 @@ struct verbs_xport {
 	uint32_t mr_used;		/* slots ever used */
 	struct verbs_keymap keys;	/* lkey -> index + 1 */
 	bool destroying;
+	uint32_t dreqs_owed;		/* connections with dreq_owed */
 	uint64_t wcs;			/* work completions handled */
 	struct xport_stats st;
 };
@@ -496,6 +501,8 @@ static void conn_maybe_free(struct xport_conn *c)
 {
 	if (c->busy || c->state != VS_CLOSED || c->leaked)
 		return;
+	if (c->dreq_owed && !c->x->destroying)
+		return;	/* destroying the id would send the DREQ now */
 	if (c->qp && c->x->srq && !c->last_wqe && !c->drain_expired && !c->x->destroying)
 		return;
 	conn_destroy(c);
@@ -557,6 +564,12 @@ static int conn_setup_qp(struct xport_conn *c)
 	rc = ibv_query_port(x->ctx, c->id->port_num, &pa);
 	if (rc)
 		return verbs_rc(rc);
+	/* Not on a port that is down: the connection manager's REQ or REP
+	 * would go out on it, and on Soft-RoCE (rdma_rxe, Linux 6.1 and 6.12
+	 * seen) one MAD sent on a down port leaves the device answering no
+	 * connection request ever again.  The link dials again later. */
+	if (pa.state != IBV_PORT_ACTIVE)
+		return -ENETDOWN;
 	c->max_msg = pa.max_msg_sz;
 	c->scq = ibv_create_cq(x->ctx, (int)x->sq_depth, c, x->chan, 0);
 	if (!c->scq)
@@ -666,10 +679,31 @@ static void complete_head(struct xport_conn *c, uint32_t n, int status)
 	}
 }
 
-/* Move the QP to the error state (it stops and flushes) and tell the
- * peer, which sees DISCONNECTED at once instead of a retry timeout. */
+/* Whether @port can send: a failed query counts as yes, so that nothing
+ * waits for an event that may never come. */
+static bool port_active(struct verbs_xport *x, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	return ibv_query_port(x->ctx, port, &pa) || pa.state == IBV_PORT_ACTIVE;
+}
+
+/*
+ * Move the QP to the error state (it stops and flushes) and tell the
+ * peer, which sees DISCONNECTED soon instead of a retry timeout.
+ *
+ * The DREQ (rdma_disconnect(), or rdma_destroy_id() of a connected id) is
+ * a MAD, and must not go out on a port that is down: on Soft-RoCE
+ * (rdma_rxe, Linux 6.1 and 6.12 seen, rping shows it without sluice) one
+ * MAD sent while the netdev is down leaves the device answering no
+ * connection request again.  A QP usually breaks *because* the port went
+ * down, before the port's state says so; hence every DREQ waits
+ * VERBS_DREQ_DELAY, and then for PORT_ACTIVE if the port is down.  The id
+ * (and so the connection) is kept until it is sent (conn_maybe_free()).
+ */
 static void qp_break(struct xport_conn *c, enum verbs_state prev)
 {
+	struct verbs_xport *x = c->x;
 	struct ibv_qp_attr a;
 	int rc;
 
@@ -680,8 +714,43 @@ static void qp_break(struct xport_conn *c, enum verbs_state prev)
 	rc = ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
 	if (rc)
 		log_warn("verbs: %s: QP to the error state: %s", c->name, strerror(-verbs_rc(rc)));
-	if (prev != VS_RESOLVING && rdma_disconnect(c->id))
-		log_debug("verbs: %s: rdma_disconnect: %m", c->name);
+	if (prev == VS_RESOLVING || x->destroying)
+		return;
+	c->dreq_owed = true;
+	x->dreqs_owed++;
+	if (!ev_is_active(&x->dreq_w))
+		ev_timer_start(x->base.loop, &x->dreq_w);
+}
+
+/* Send the disconnects qp_break() held back whose port is up, and free
+ * what waited for them.  Those on a port still down wait for its
+ * PORT_ACTIVE event, which calls this again. */
+static void dreqs_send_owed(struct verbs_xport *x)
+{
+	struct xport_conn *c, *next;
+
+	for (c = LIST_FIRST(&x->conns); c && x->dreqs_owed; c = next) {
+		next = LIST_NEXT(c, all);
+		if (!c->dreq_owed)
+			continue;
+		if (!port_active(x, c->id->port_num)) {
+			log_debug("verbs: %s: port %u is down: disconnecting when it is back",
+				  c->name, c->id->port_num);
+			continue;
+		}
+		c->dreq_owed = false;
+		x->dreqs_owed--;
+		if (rdma_disconnect(c->id))
+			log_debug("verbs: %s: rdma_disconnect: %m", c->name);
+		conn_maybe_free(c);
+	}
+}
+
+static void dreq_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	dreqs_send_owed(w->data);
 }
 
 /*
@@ -1270,6 +1339,10 @@ static void async_event(struct verbs_xport *x, enum ibv_event_type type,
 		fail_all(x, -ENODEV);
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
+		log_info("verbs: %s port %d: %s", x->dev_name, ev->element.port_num,
+			 ibv_event_type_str(type));
+		dreqs_send_owed(x);
+		break;
 	case IBV_EVENT_PORT_ERR:
 	case IBV_EVENT_LID_CHANGE:
 	case IBV_EVENT_PKEY_CHANGE:
@@ -1408,7 +1481,11 @@ static void cm_event(struct verbs_xport *x, enum rdma_cm_event_type type, int st
 				rc = -errno;
 		}
 		if (rc) {
-			log_warn("verbs: %s: cannot connect: %s", c->name, strerror(-rc));
+			/* A down port is the link's to report (it redials). */
+			if (rc == -ENETDOWN)
+				log_debug("verbs: %s: port %u is down", c->name, c->id->port_num);
+			else
+				log_warn("verbs: %s: cannot connect: %s", c->name, strerror(-rc));
 			conn_fail(c, rc);
 			break;
 		}
@@ -1476,6 +1553,9 @@ static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 		id = ev->id;
 		if (rdma_ack_cm_event(ev))
 			log_err("verbs: rdma_ack_cm_event: %m");
+		log_debug("verbs: %s: %s (status %d)",
+			  id->context ? ((struct xport_conn *)id->context)->name : "listener",
+			  rdma_event_str(type), status);
 		cm_event(x, type, status, id);
 	}
 }
@@ -1693,6 +1773,7 @@ static void verbs_destroy(struct xport *xb)
 	ev_io_stop(loop, &x->cm_w);
 	ev_io_stop(loop, &x->async_w);
 	ev_timer_stop(loop, &x->repoll_w);
+	ev_timer_stop(loop, &x->dreq_w);
 	x->destroying = true;
 	while ((c = LIST_FIRST(&x->conns))) {
 		if (c->state != VS_CLOSED) {
@@ -1967,7 +2048,9 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 	ev_io_init(&x->cm_w, cm_cb, -1, EV_READ);
 	ev_io_init(&x->async_w, async_cb, -1, EV_READ);
 	ev_timer_init(&x->repoll_w, repoll_cb, 0.0, 0.0);
+	ev_timer_init(&x->dreq_w, dreq_cb, VERBS_DREQ_DELAY, 0.0);
 	x->chan_w.data = x->cm_w.data = x->async_w.data = x->repoll_w.data = x;
+	x->dreq_w.data = x;
 
 	x->devs = rdma_get_devices(&n);
 	if (!x->devs || n == 0) {
