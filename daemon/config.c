@@ -59,6 +59,7 @@
 #define PEER_TIMEOUT_MAX 86400000	/* one day */
 #define ACK_TIMEOUT_MAX  3600000	/* one hour */
 #define REDIAL_MAX       3600000	/* one hour */
+#define DRAIN_MAX        600000	/* ten minutes */
 #define F_CUT_MAX        4294967295ull
 
 #define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers"
@@ -92,6 +93,9 @@ int config_defaults(struct config *c)
 	c->node_id = sl_node_id(c->node_name);
 	copy_str(c->runtime_dir, sizeof(c->runtime_dir), "/run/sluice");
 	c->log_level = LOG_LVL_INFO;
+	c->client_group[0] = '\0';	/* the daemon's own group */
+	c->admin_group[0] = '\0';	/* root and the daemon's user only */
+	c->shutdown_drain_ms = 5000;
 	c->transport = XPORT_TCP;
 	c->device[0] = '\0';	/* the first device with an active port */
 	c->listen_set = false;
@@ -304,7 +308,7 @@ bool config_name_valid(const char *name)
 /* ------------------------------------------------------------------ */
 
 enum key_id {
-	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL,
+	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL, K_CLIENT_GROUP, K_ADMIN_GROUP, K_DRAIN,
 	K_KIND, K_DEVICE, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
 	K_PEER_TIMEOUT, K_ACK_TIMEOUT, K_REDIAL_MIN, K_REDIAL_MAX,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
@@ -323,6 +327,9 @@ static const struct {
 	[K_NODE]        = { "daemon", "node" },
 	[K_RUNTIME_DIR] = { "daemon", "runtime_dir" },
 	[K_LOG_LEVEL]   = { "daemon", "log_level" },
+	[K_CLIENT_GROUP] = { "daemon", "client_group" },
+	[K_ADMIN_GROUP] = { "daemon", "admin_group" },
+	[K_DRAIN]       = { "daemon", "shutdown_drain_ms" },
 	[K_KIND]        = { "transport", "kind" },
 	[K_DEVICE]      = { "transport", "device" },
 	[K_LISTEN]      = { "transport", "listen" },
@@ -358,7 +365,7 @@ static const struct {
 	const char *name;
 	const char *allowed_keys;	/* NULL: any key (peer names) */
 } sections[] = {
-	{ "daemon", "node, runtime_dir, log_level" },
+	{ "daemon", "node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms" },
 	{ "transport", "kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
 		       "peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
@@ -534,6 +541,18 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 				    sec, name, value);
 		c->log_level = rc;
 		return 1;
+	case K_CLIENT_GROUP:
+	case K_ADMIN_GROUP:
+		/* A name, not checked against the group database here: a
+		 * reload or --check-config may run before the group exists. */
+		if (value[0] && !config_name_valid(value))
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not a group name (allowed: %s, or empty)",
+				    sec, name, value, ALLOWED_NAME);
+		copy_str(k == K_CLIENT_GROUP ? c->client_group : c->admin_group,
+			 CONFIG_NAME_MAX, value);
+		return 1;
+	case K_DRAIN:
+		return set_num32(st, sec, name, value, 0, DRAIN_MAX, &c->shutdown_drain_ms);
 	case K_KIND:
 		if (strcmp(value, "tcp") == 0) {
 			c->transport = XPORT_TCP;

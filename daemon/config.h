@@ -131,6 +131,9 @@ struct config {
 	uint32_t node_id;	/* sl_node_id(node_name) */
 	char runtime_dir[CONFIG_PATH_MAX];
 	int log_level;		/* enum log_level */
+	char client_group[CONFIG_NAME_MAX];	/* sluiced.sock's group; "" = ours */
+	char admin_group[CONFIG_NAME_MAX];	/* may use the admin socket; "" = none */
+	uint32_t shutdown_drain_ms;	/* SIGTERM: wait this long for in-flight work */
 	/* [transport] */
 	enum xport_kind transport;
 	char device[CONFIG_NAME_MAX];	/* verbs: RDMA device; "" = first active */
