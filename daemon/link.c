@@ -31,6 +31,8 @@
  * still hears it often enough), and one that hears nothing for
  * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
 #define LINK_KEEPALIVE 0.25
+/* Stopping: how long the BYEs get to leave, seconds. */
+#define LINK_BYE_WAIT 0.5
 #define LINK_SILENCE_MIN 1.0
 /* A dial that has not reached LINK_UP (connect and both HELLOs) after
  * this many seconds is abandoned and redialled: a connect can hang far
@@ -1247,11 +1249,16 @@ static void timeout_arm(struct link *l);
  * the broken connection took with it: the RDMA writes in flight, so each
  * rendezvous past its RTR writes again only on an RTR sent again.
  */
+static void link_timed_out(struct link *l, bool bye);
+
 static void link_went_down(struct link *l, int err)
 {
 	struct link_frame *f;
 
-	if (l->state == LINK_UP)
+	snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
+		 l->state == LINK_UP ? "connection lost" : "connecting",
+		 err ? strerror(err < 0 ? -err : err) : "closed");
+	if (l->state == LINK_UP && !l->bye_rx)
 		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
 			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
 	/* The peer timeout counts from the last time the link was up (a
@@ -1286,13 +1293,23 @@ static void link_went_down(struct link *l, int err)
 	}
 	if (l->d->stopping)
 		return;
-	timeout_arm(l);
+	if (l->bye_rx) {
+		/* It stopped on purpose: no point waiting for it. */
+		l->bye_rx = false;
+		ev_timer_stop(l->d->loop, &l->timeout_w);
+		if (!l->timed_out)
+			link_timed_out(l, true);
+	} else {
+		timeout_arm(l);
+	}
 	link_schedule_redial(l);
 }
 
 /* The first failure of an episode is worth a warning; retries are not. */
 static void link_dial_failed(struct link *l, int err)
 {
+	snprintf(l->last_error, sizeof(l->last_error), "connect: %s",
+		 err == -EHOSTUNREACH ? "host unknown or unreachable" : strerror(-err));
 	if (!l->dial_warned)
 		log_warn("link %s: cannot connect to %s:%u: %s (retrying up to every %.0f s)",
 			 l->peer->name, l->peer->host, l->peer->port,
@@ -1354,20 +1371,28 @@ bool link_node_timed_out(struct daemon *d, uint32_t node)
 }
 
 /*
- * Down for peer_timeout_ms: every operation waiting on the peer fails
- * with SL_ERR_PEER_DOWN, each on its own, and so do new sends and
- * receives naming it until it is back.  Control frames stay queued: when
- * it comes back it hears which of its rendezvous we refused.
+ * Down for peer_timeout_ms, or the peer said BYE (@bye): every operation
+ * waiting on the peer fails with SL_ERR_PEER_DOWN, each on its own, and
+ * so do new sends and receives naming it until it is back.  Control
+ * frames stay queued: when it comes back it hears which of its
+ * rendezvous we refused.
  */
-static void link_timed_out(struct link *l)
+static void link_timed_out(struct link *l, bool bye)
 {
 	l->timed_out = true;
-	l->peer_timeouts++;
-	log_warn("link %s: down for %.1f s (peer_timeout_ms %u): failing %u queued sends, %u "
-		 "unacknowledged, %u rendezvous sending, %u receiving, and new ones until it "
-		 "is back", l->peer->name, ev_now(l->d->loop) - l->down_since,
-		 l->d->cfg.peer_timeout_ms, l->n_backlog - l->n_ctl, l->n_unacked_data,
-		 l->n_rndv_tx, l->n_rndv_rx);
+	if (bye)
+		log_info("link %s: the peer stopped (BYE): failing %u queued sends, %u "
+			 "unacknowledged, %u rendezvous sending, %u receiving, and new ones "
+			 "until it is back", l->peer->name, l->n_backlog - l->n_ctl,
+			 l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
+	else
+		log_warn("link %s: down for %.1f s (peer_timeout_ms %u): failing %u queued "
+			 "sends, %u unacknowledged, %u rendezvous sending, %u receiving, and new "
+			 "ones until it is back", l->peer->name, ev_now(l->d->loop) - l->down_since,
+			 l->d->cfg.peer_timeout_ms, l->n_backlog - l->n_ctl, l->n_unacked_data,
+			 l->n_rndv_tx, l->n_rndv_rx);
+	if (!bye)
+		l->peer_timeouts++;
 	fail_everything(l, SL_ERR_PEER_DOWN, true, false);
 	engine_fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
 }
@@ -1379,7 +1404,7 @@ static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (l->state != LINK_UP && !l->timed_out)
-		link_timed_out(l);
+		link_timed_out(l, false);
 }
 
 /* Counted from the moment the link was last up (or the daemon started). */
@@ -1785,6 +1810,18 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		break;
 	case SL_WIRE_ACK:
 		break;
+	case SL_WIRE_BYE:
+		/* The last frame of a stopping peer: what it acks first, then
+		 * the connection goes and, with it, what waits for the peer. */
+		if (wf->u.bye.incarnation != l->peer_incarnation)
+			return -EPROTO;
+		rc = process_ack(l, wf->ack);
+		if (rc < 0)
+			return rc;
+		l->byes_rx++;
+		l->bye_rx = true;
+		l->d->xp->ops->close(l->conn, -ESHUTDOWN);	/* -> link_went_down() */
+		return 0;
 	default:
 		return -EPROTO;
 	}
@@ -1882,10 +1919,77 @@ int link_setup_all(struct daemon *d)
 	return 0;
 }
 
+static void bye_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	*(bool *)w->data = true;
+}
+
+/* Work requests still posted on up links (a BYE among them). */
+static uint32_t links_posted(struct daemon *d)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++)
+		if (d->links[i]->conn && d->links[i]->state == LINK_UP)
+			n += d->xp->ops->sq_outstanding(d->links[i]->conn);
+	return n;
+}
+
+/*
+ * Tell every peer on an up link that this node is stopping: a BYE after
+ * everything else on the connection, then an orderly close once it has
+ * left (the loop runs up to LINK_BYE_WAIT for that), so that the peers
+ * fail what waits on us at once instead of after peer_timeout_ms.
+ */
+static void links_say_bye(struct daemon *d)
+{
+	bool expired = false;
+	ev_timer wait_w;
+	unsigned said = 0;
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++) {
+		struct link *l = d->links[i];
+		struct sl_wire_frame wf = { .type = SL_WIRE_BYE };
+
+		if (!l->conn || l->state != LINK_UP)
+			continue;
+		wf.u.bye.incarnation = d->incarnation;
+		if (d->xp->ops->sq_space(l->conn) == 0 || post_frame(l, &wf, NULL, 0) < 0) {
+			log_info("link %s: no room for a BYE: the peer waits for its "
+				 "peer_timeout_ms", l->peer->name);
+			continue;
+		}
+		said++;
+	}
+	if (!said)
+		return;
+	ev_timer_init(&wait_w, bye_wait_cb, LINK_BYE_WAIT, 0.0);
+	wait_w.data = &expired;
+	ev_timer_start(d->loop, &wait_w);
+	while (!expired && links_posted(d))
+		ev_run(d->loop, EVRUN_ONCE);
+	ev_timer_stop(d->loop, &wait_w);
+	for (i = 0; i < d->n_links; i++) {
+		struct link *l = d->links[i];
+
+		/* 0: orderly (tcp: FIN after the bytes, not an RST that may
+		 * overtake them). */
+		if (l->conn && l->state == LINK_UP)
+			d->xp->ops->close(l->conn, 0);
+	}
+	log_info("told %u peer%s that this node stops%s", said, said == 1 ? "" : "s",
+		 expired ? " (some BYEs may not have left)" : "");
+}
+
 void link_teardown_all(struct daemon *d)
 {
 	size_t i;
 
+	links_say_bye(d);
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 

@@ -191,7 +191,8 @@ struct link {
 	uint32_t node_id;
 	enum link_state state;
 	bool dialer;			/* we connect; the peer accepts */
-	bool timed_out;			/* down past peer_timeout_ms */
+	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
+	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
 	bool was_up;			/* up since the last timeout or start */
 	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
@@ -233,6 +234,9 @@ struct link {
 	ev_tstamp heard_at;		/* last ack progress, or the first frame since
 					 * that waited for one */
 	ev_tstamp down_since;
+	/* Why the link last went down or a dial failed, for sluicectl
+	 * (admin.c); "" until either happens. */
+	char last_error[96];
 	/* Counters. */
 	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
 	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
@@ -248,6 +252,7 @@ struct link {
 	uint64_t rndv_restarts;		/* rendezvous writes started again */
 	uint64_t illegal_moves;		/* frame_move() refused: a bug */
 	uint64_t silences;		/* connections broken: nothing heard */
+	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
 	/* Liveness (link.c, alive_cb): a frame goes out at least every
 	 * 0.5 s while the link is up (an ACK if nothing else does), and
 	 * nothing heard for max(ack_timeout_ms, 1 s) breaks the connection:

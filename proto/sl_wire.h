@@ -19,7 +19,7 @@
  *  16  u64 seq           sequenced frames (EAGER, RTS, NAK, RTR, FIN,
  *                        DONE): per-link, per-direction sequence number,
  *                        from 1, continuing across reconnects of the same
- *                        pair of incarnations; HELLO, ACK, WRITE: 0
+ *                        pair of incarnations; HELLO, ACK, WRITE, BYE: 0
  *  24  u64 ack           cumulative: every sequenced frame with seq <= ack
  *                        has been processed by the sender of this frame
  *
@@ -38,7 +38,9 @@
 /* Version 2: HELLO, EAGER, ACK, NAK, RTS, RTR, FIN, WRITE, DONE as below;
  * control frames are sequenced (version 1 sent them unsequenced, and lost
  * them with their connection), and the HELLO names the incarnation its
- * last_rx_seq counts from. */
+ * last_rx_seq counts from.  BYE came later in version 2 (before any
+ * release): a daemon that does not know it breaks the connection, which
+ * is ending anyway. */
 #define SL_WIRE_VERSION 2u
 
 #define SL_WIRE_COMMON_LEN 32u
@@ -61,7 +63,8 @@ enum sl_wire_type {
 	SL_WIRE_FIN = 7,
 	SL_WIRE_WRITE = 8,
 	SL_WIRE_DONE = 9,
-	SL_WIRE_TYPE_MAX = SL_WIRE_DONE,
+	SL_WIRE_BYE = 10,
+	SL_WIRE_TYPE_MAX = SL_WIRE_BYE,
 };
 
 /*
@@ -181,6 +184,19 @@ enum sl_wire_type {
  */
 #define SL_WIRE_DONE_LEN 48u
 
+/*
+ * BYE (unsequenced, like ACK; no payload): the sender is stopping, after
+ * its drain (sluiced(8), SIGTERM); the last frame it sends on the
+ * connection, so everything before it has been processed when it is.  The
+ * receiver fails what still waits on the sender with SL_ERR_PEER_DOWN at
+ * once, instead of after peer_timeout_ms, and new operations naming it
+ * until it is back (a HELLO).
+ *   32 u64 incarnation  the sender's, as in its HELLO (not 0)
+ *   40 u32 reason       0 (stopping) in version 2
+ *   44 u32 rsvd         0
+ */
+#define SL_WIRE_BYE_LEN 48u
+
 struct sl_wire_frame {
 	uint8_t type;
 	uint16_t flags;
@@ -237,6 +253,10 @@ struct sl_wire_frame {
 			uint64_t send_id;
 			uint32_t status;
 		} done;
+		struct {
+			uint64_t incarnation;
+			uint32_t reason;
+		} bye;
 	} u;
 };
 
@@ -255,7 +275,7 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a sequenced
  * frame or non-zero on another, a bad NAK status or nak_seq 0, a
  * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, RTS, RTR, FIN,
- * WRITE or DONE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
+ * WRITE, DONE or BYE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
  */
 int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
@@ -277,7 +297,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
  * has_imm not 0/1 or an imm without has_imm, a DONE with send_id 0 or a
- * status other than 0.  Bytes after the frame are
+ * status other than 0, a BYE with incarnation 0 or a reason other than 0.
+ * Bytes after the frame are
  * not looked at.  Never reads past @buf + @len.  Thread-safe.  The wire
  * cannot check everything: a receiver checks an RTR's len against its
  * message, and a WRITE's (raddr, payload_len) against its MR table.

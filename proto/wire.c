@@ -73,15 +73,18 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 		return SL_WIRE_WRITE_LEN;
 	case SL_WIRE_DONE:
 		return SL_WIRE_DONE_LEN;
+	case SL_WIRE_BYE:
+		return SL_WIRE_BYE_LEN;
 	default:
 		return 0;
 	}
 }
 
-/* Frames that take a sequence number: all but HELLO, ACK and WRITE. */
+/* Frames that take a sequence number: all but HELLO, ACK, WRITE and BYE. */
 static int is_sequenced_type(uint8_t type)
 {
-	return type != SL_WIRE_HELLO && type != SL_WIRE_ACK && type != SL_WIRE_WRITE;
+	return type != SL_WIRE_HELLO && type != SL_WIRE_ACK && type != SL_WIRE_WRITE &&
+	       type != SL_WIRE_BYE;
 }
 
 static int has_payload_type(uint8_t type)
@@ -154,6 +157,8 @@ static int fields_valid(const struct sl_wire_frame *f)
 		return f->u.write.has_imm <= 1 && (f->u.write.has_imm || f->u.write.imm == 0);
 	case SL_WIRE_DONE:
 		return f->u.done.send_id != 0 && f->u.done.status == SL_OK;
+	case SL_WIRE_BYE:
+		return f->u.bye.incarnation != 0 && f->u.bye.reason == 0;
 	default:
 		return 1;
 	}
@@ -241,6 +246,10 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	case SL_WIRE_DONE:
 		put_u64(p + 32, f->u.done.send_id);
 		put_u32(p + 40, f->u.done.status);
+		break;
+	case SL_WIRE_BYE:
+		put_u64(p + 32, f->u.bye.incarnation);
+		put_u32(p + 40, f->u.bye.reason);
 		break;
 	default:
 		break;
@@ -347,6 +356,12 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 			return -EPROTO;
 		tmp.u.done.send_id = get_u64(p + 32);
 		tmp.u.done.status = get_u32(p + 40);
+		break;
+	case SL_WIRE_BYE:
+		if (get_u32(p + 44) != 0)
+			return -EPROTO;
+		tmp.u.bye.incarnation = get_u64(p + 32);
+		tmp.u.bye.reason = get_u32(p + 40);
 		break;
 	default:
 		break;

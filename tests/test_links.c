@@ -476,6 +476,102 @@ static void collect_failures(struct sl_queue *q, uint32_t n, int status, int64_t
 }
 
 /*
+ * A peer that stops on purpose says so: A (the default peer_timeout_ms of
+ * 30 s) has 100 eager sends delivered to B1, then 8 rendezvous sends that
+ * wait for B1 to post receives and a receive naming B1.  B is stopped
+ * (SIGTERM): its BYE fails the 9 waiting operations with
+ * SL_ERR_PEER_DOWN, each once, within BYE_LATE_MS, not after 30 s; a new
+ * send to B fails at once; no peer timeout is counted.  B restarted: the
+ * link is back and a send to the new B1 arrives.
+ */
+#define BYE_EAGER 100u
+#define BYE_RNDV 8u
+#define BYE_LATE_MS 2000
+
+START_TEST(peer_stops_bye)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { "[transport]\npeer_timeout_ms = 30000\n", NULL };
+	struct h_daemon nodes[2];
+	struct sl_ctx *ctx, *bctx;
+	struct sl_queue *q, *bq;
+	struct sl_cqe cqe;
+	sl_addr_t b1;
+	uint8_t *ebuf, *rbuf, *rb;
+	int64_t t0, first, last, fast;
+	uint32_t i;
+	char state[16];
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	b1 = (sl_addr_t){ nodes[1].node, PT_PORT };
+	H_EQ(sl_open(nodes[1].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, PT_PORT, 8, &bq), 0);
+	H_EQ(sl_open(nodes[0].sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, 0, 1024, &q), 0);
+	ebuf = sl_alloc(q, 1024);
+	rbuf = sl_alloc(q, 1 << 20);
+	rb = sl_alloc(q, 4096);
+	H_ASSERT(ebuf && rbuf && rb, "sl_alloc");
+	for (i = 0; i < BYE_EAGER; i++)
+		H_EQ(sl_send(q, b1, 5, ebuf, 1024, 1000 + i), 0);
+	for (i = 0; i < BYE_EAGER; i++) {
+		H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+		H_ASSERT(cqe.user_ctx == 1000 + i && cqe.status == SL_OK, "eager ctx %llu: %s",
+			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	}
+	for (i = 0; i < BYE_RNDV; i++)
+		H_EQ(sl_send(q, b1, 6, rbuf, 1 << 20, i), 0);
+	H_EQ(sl_recv(q, b1, 7, ~0ull, rb, 4096, BYE_RNDV), 0);
+	h_sleep_ms(300);
+	H_ASSERT(h_wait_cqe(q, &cqe, 0) == 0, "a completion before B stopped: ctx %llu %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.rndv_tx"), BYE_RNDV);
+
+	t0 = h_now_ms();
+	h_daemon_stop(&nodes[1]);
+	collect_failures(q, BYE_RNDV + 1, SL_ERR_PEER_DOWN, t0, &first, &last);
+	H_ASSERT(last <= BYE_LATE_MS, "failures from %lld to %lld ms after the SIGTERM",
+		 (long long)first, (long long)last);
+	fast = h_now_ms();
+	H_EQ(sl_send(q, b1, 5, ebuf, 64, 2000000), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 1000), 1);
+	H_ASSERT(cqe.user_ctx == 2000000 && cqe.status == SL_ERR_PEER_DOWN, "ctx %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	fast = h_now_ms() - fast;
+	H_ASSERT(fast < 100, "a new send failed after %lld ms", (long long)fast);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.peer_timeouts"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.rndv_tx"), 0);
+	sl_close(bctx);
+
+	h_daemon_restart(&nodes[1], nodes, 1, NULL);
+	h_wait_link(&nodes[0], &nodes[1]);
+	H_EQ(sl_open(nodes[1].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, PT_PORT, 8, &bq), 0);
+	rb = sl_alloc(bq, 64);
+	H_ASSERT(rb, "sl_alloc");
+	H_EQ(sl_recv(bq, SL_ANY_SOURCE, 5, ~0ull, rb, 64, 1), 0);
+	memcpy(ebuf, "after it", 8);
+	H_EQ(sl_send(q, b1, 5, ebuf, 8, 3000000), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+	H_ASSERT(cqe.user_ctx == 3000000 && cqe.status == SL_OK, "ctx %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.len == 8 && memcmp(rb, "after it", 8) == 0,
+		 "new B1 received %s, %llu B", sl_strerror(cqe.status),
+		 (unsigned long long)cqe.len);
+	h_daemon_stat_str(&nodes[0], "link.B.state", state, sizeof(state));
+	H_ASSERT(strcmp(state, "up") == 0, "link A->B %s", state);
+	printf("peer_stops_bye: %u operations waiting on B failed SL_ERR_PEER_DOWN, each once, "
+	       "%lld to %lld ms after B's SIGTERM (peer_timeout_ms 30000); a new send failed "
+	       "within %lld ms; B restarted, link up\n", BYE_RNDV + 1, (long long)first,
+	       (long long)last, (long long)fast);
+	sl_close(bctx);
+	sl_close(ctx);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/*
  * Case C14, variant 2, on A (peer_timeout_ms 1000), B (eager_credits 8)
  * and C.  B is stopped, A1 posts 2,000 sends of 64 KiB and 4 of 1 MiB to
  * B1 (8 leave, the rest wait in A's backlog), a receive from B1 and a
@@ -1134,6 +1230,7 @@ int main(void)
 	tcase_add_test(h_tcase(s, "healthy_link", 300), healthy_link);
 	tcase_add_test(h_tcase(s, "peer_timeout_kill", 60), peer_timeout_kill);
 	tcase_add_test(h_tcase(s, "peer_timeout_silent", 60), peer_timeout_silent);
+	tcase_add_test(h_tcase(s, "peer_stops_bye", 60), peer_stops_bye);
 	tcase_add_test(h_tcase(s, "c14_client_killed", 60), c14_client_killed);
 	tcase_add_test(h_tcase(s, "late_rtr_status", 60), late_rtr_status);
 	tc = h_tcase(s, "c08_outage", 300);

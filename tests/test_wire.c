@@ -28,6 +28,7 @@
 static const uint8_t all_types[] = {
 	SL_WIRE_HELLO, SL_WIRE_EAGER, SL_WIRE_ACK, SL_WIRE_NAK,
 	SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN, SL_WIRE_WRITE, SL_WIRE_DONE,
+	SL_WIRE_BYE,
 };
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -60,6 +61,8 @@ static uint32_t spec_hdr_len(uint8_t type)
 		return 56;
 	case SL_WIRE_DONE:
 		return 48;
+	case SL_WIRE_BYE:
+		return 48;
 	default:
 		return 0;
 	}
@@ -70,8 +73,8 @@ static uint32_t spec_hdr_len(uint8_t type)
 
 /*
  * Sequenced frames (seq >= 1): the data frames EAGER and RTS and, since
- * version 2, the control frames NAK, RTR, FIN and DONE.  HELLO, ACK and
- * WRITE carry seq 0.
+ * version 2, the control frames NAK, RTR, FIN and DONE.  HELLO, ACK,
+ * WRITE and BYE carry seq 0.
  */
 static int spec_is_sequenced(uint8_t type)
 {
@@ -95,7 +98,7 @@ static const uint8_t sequenced_types[] = {
 #define N_SEQUENCED_TYPES (sizeof(sequenced_types) / sizeof(sequenced_types[0]))
 
 static const uint8_t unsequenced_types[] = {
-	SL_WIRE_HELLO, SL_WIRE_ACK, SL_WIRE_WRITE,
+	SL_WIRE_HELLO, SL_WIRE_ACK, SL_WIRE_WRITE, SL_WIRE_BYE,
 };
 #define N_UNSEQUENCED_TYPES (sizeof(unsequenced_types) / sizeof(unsequenced_types[0]))
 
@@ -243,6 +246,11 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.done.send_id = 0xe1e2e3e4e5e6e7e8ull;
 		f.u.done.status = SL_OK;		/* the only one in version 2 */
 		break;
+	case SL_WIRE_BYE:
+		/* The sender's incarnation, as in its HELLO above. */
+		f.u.bye.incarnation = 0xb1b2b3b4b5b6b7b8ull;
+		f.u.bye.reason = 0;			/* the only one in version 2 */
+		break;
 	default:
 		break;
 	}
@@ -298,6 +306,9 @@ static int frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_DONE:
 		return a->u.done.send_id == b->u.done.send_id &&
 		       a->u.done.status == b->u.done.status;
+	case SL_WIRE_BYE:
+		return a->u.bye.incarnation == b->u.bye.incarnation &&
+		       a->u.bye.reason == b->u.bye.reason;
 	case SL_WIRE_ACK:
 		return 1;
 	default:
@@ -363,6 +374,10 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_DONE:
 		ck_assert_uint_eq(a->u.done.send_id, b->u.done.send_id);
 		ck_assert_uint_eq(a->u.done.status, b->u.done.status);
+		break;
+	case SL_WIRE_BYE:
+		ck_assert_uint_eq(a->u.bye.incarnation, b->u.bye.incarnation);
+		ck_assert_uint_eq(a->u.bye.reason, b->u.bye.reason);
 		break;
 	default:
 		break;
@@ -493,6 +508,10 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 	case SL_WIRE_DONE:
 		put_le64(p + 32, f->u.done.send_id);
 		put_le32(p + 40, f->u.done.status);
+		break;
+	case SL_WIRE_BYE:
+		put_le64(p + 32, f->u.bye.incarnation);
+		put_le32(p + 40, f->u.bye.reason);
 		break;
 	default:
 		break;
@@ -670,6 +689,14 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
 			return 1;
 		break;
+	case SL_WIRE_BYE:
+		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
+			return 1;	/* incarnation */
+		if (HAVE(40, 4) && get_le(p + 40, 4) != 0)
+			return 1;	/* reason */
+		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
+			return 1;
+		break;
 	default:
 		break;
 	}
@@ -690,17 +717,22 @@ START_TEST(test_hdr_len)
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_FIN), SL_WIRE_FIN_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_WRITE), SL_WIRE_WRITE_LEN);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_DONE), SL_WIRE_DONE_LEN);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_BYE), SL_WIRE_BYE_LEN);
 	ck_assert_uint_eq(SL_WIRE_DONE, 9);
 	ck_assert_uint_eq(SL_WIRE_DONE_LEN, 48);
+	ck_assert_uint_eq(SL_WIRE_BYE, 10);
+	ck_assert_uint_eq(SL_WIRE_BYE_LEN, 48);
 	ck_assert_uint_eq(SL_WIRE_HELLO_LEN, 72);	/* 64 in version 1 */
 	ck_assert_uint_eq(SL_WIRE_VERSION, 2);
 	ck_assert_uint_eq(sl_wire_hdr_len(0), 0);
-	ck_assert_uint_eq(sl_wire_hdr_len(10), 0);
+	ck_assert_uint_eq(sl_wire_hdr_len(11), 0);
+	ck_assert_uint_eq(sl_wire_hdr_len(12), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_TYPE_MAX + 1), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(255), 0);
-	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 9);
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 10);
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, SL_WIRE_BYE);
 	ck_assert_uint_eq(N_TYPES, SL_WIRE_TYPE_MAX);
-	/* Every type byte: exactly 1..9 are known, with the documented
+	/* Every type byte: exactly 1..10 are known, with the documented
 	 * lengths, and the largest is SL_WIRE_HDR_MAX. */
 	uint32_t max = 0;
 	for (unsigned t = 0; t < 256; t++) {
@@ -807,6 +839,17 @@ START_TEST(test_round_trip_extremes)
 	in.ack = UINT64_MAX;
 	expect_valid(&in);
 	in.ack = 0;
+	expect_valid(&in);
+
+	/* BYE: seq 0, any ack, any incarnation but 0. */
+	in = make_frame(SL_WIRE_BYE);
+	in.ack = UINT64_MAX;
+	in.u.bye.incarnation = UINT64_MAX;
+	expect_valid(&in);
+	in.ack = 0;
+	in.u.bye.incarnation = 1;
+	expect_valid(&in);
+	in.u.bye.incarnation = 1ull << 63;
 	expect_valid(&in);
 }
 END_TEST
@@ -1217,6 +1260,94 @@ START_TEST(test_exact_bytes_done)
 }
 END_TEST
 
+START_TEST(test_exact_bytes_bye)
+{
+	static const uint8_t want[SL_WIRE_BYE_LEN] = {
+		/* 0 version 2, type 10, flags */
+		0x02, 0x0a, 0x00, 0x00,
+		/* 4 hdr_len = 48 */
+		0x30, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: BYE is not sequenced */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 incarnation */
+		0xb8, 0xb7, 0xb6, 0xb5, 0xb4, 0xb3, 0xb2, 0xb1,
+		/* 40 reason = 0 (stopping), the only one in version 2 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 44 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+	};
+	/* The incarnation at its ends: the smallest is 1. */
+	static const struct {
+		uint64_t inc;
+		uint8_t bytes[8];
+	} incs[] = {
+		{ 1, { 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 } },
+		{ 1ull << 63, { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80 } },
+		{ UINT64_MAX, { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+	};
+	struct sl_wire_frame f, out;
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
+
+	check_golden(SL_WIRE_BYE, want, sizeof(want));
+
+	for (size_t i = 0; i < sizeof(incs) / sizeof(incs[0]); i++) {
+		f = make_frame(SL_WIRE_BYE);
+		f.u.bye.incarnation = incs[i].inc;
+		memset(buf, 0xff, sizeof(buf));
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+				 (int)SL_WIRE_BYE_LEN);
+		ck_assert_mem_eq(buf, want, 32);
+		ck_assert_mem_eq(buf + 32, incs[i].bytes, 8);
+		ck_assert_mem_eq(buf + 40, want + 40, 8);
+		ck_assert_uint_eq(buf[48], 0xff);
+		memset(&out, 0xee, sizeof(out));
+		ck_assert_int_eq(sl_wire_decode(guarded(buf, SL_WIRE_BYE_LEN),
+						SL_WIRE_BYE_LEN, &out),
+				 (int)SL_WIRE_BYE_LEN);
+		ck_assert_uint_eq(out.u.bye.incarnation, incs[i].inc);
+		ck_assert_uint_eq(out.u.bye.reason, 0);
+		ck_assert_uint_eq(out.seq, 0);
+	}
+
+	/* The golden bytes, each field broken alone: incarnation 0, a
+	 * reason, the rsvd, a seq. */
+	memcpy(buf, want, sizeof(want));
+	memset(buf + 32, 0, 8);
+	expect_eproto(buf, sizeof(want));
+	memcpy(buf, want, sizeof(want));
+	buf[40] = 0x01;
+	expect_eproto(buf, sizeof(want));
+	memcpy(buf, want, sizeof(want));
+	buf[47] = 0x80;
+	expect_eproto(buf, sizeof(want));
+	memcpy(buf, want, sizeof(want));
+	buf[16] = 0x01;
+	expect_eproto(buf, sizeof(want));
+	/* The same 48 bytes as a DONE (type 9) are not a DONE: seq 0. */
+	memcpy(buf, want, sizeof(want));
+	buf[1] = SL_WIRE_DONE;
+	expect_eproto(buf, sizeof(want));
+
+	/* A reason, with a value whose bytes are all non-zero: refused, and
+	 * nothing written. */
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.reason = 0x01020304u;
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		ck_assert_uint_eq(buf[i], 0xff);
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.incarnation = 0;
+	expect_invalid(&f);
+}
+END_TEST
+
 START_TEST(test_exact_bytes_hello)
 {
 	static const uint8_t want[SL_WIRE_HELLO_LEN] = {
@@ -1484,11 +1615,12 @@ END_TEST
 START_TEST(test_bad_type)
 {
 	static const uint8_t types[] = {
-		0, SL_WIRE_TYPE_MAX + 1, 10, 11, 0x19, 128, 0x89, 255,
+		0, SL_WIRE_TYPE_MAX + 1, 11, 12, 0x19, 128, 0x89, 255,
 	};
 	uint8_t buf[128];
 
-	/* Really unknown: 0 or above the last type (DONE, 9, is known). */
+	/* Really unknown: 0 or above the last type (BYE, 10, is known). */
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX + 1, 11);
 	for (size_t i = 0; i < sizeof(types); i++) {
 		ck_assert(types[i] == 0 || types[i] > SL_WIRE_TYPE_MAX);
 		ck_assert_uint_eq(sl_wire_hdr_len(types[i]), 0);
@@ -1518,6 +1650,7 @@ START_TEST(test_bad_hdr_len)
 			SL_WIRE_HELLO_LEN, SL_WIRE_EAGER_LEN, SL_WIRE_ACK_LEN,
 			SL_WIRE_NAK_LEN, SL_WIRE_RTS_LEN, SL_WIRE_RTR_LEN,
 			SL_WIRE_FIN_LEN, SL_WIRE_WRITE_LEN, SL_WIRE_DONE_LEN,
+			SL_WIRE_BYE_LEN,
 			64,	/* version 1's HELLO */
 			hlen | 0x100,
 			hlen | 0x01000000u,
@@ -1605,6 +1738,10 @@ START_TEST(test_bad_rsvd)
 			re = 56;
 			break;
 		case SL_WIRE_DONE:
+			rs = 44;
+			re = 48;
+			break;
+		case SL_WIRE_BYE:
 			rs = 44;
 			re = 48;
 			break;
@@ -1704,7 +1841,7 @@ START_TEST(test_bad_seq)
 		}
 	}
 
-	/* HELLO, ACK and WRITE: seq 0 only. */
+	/* HELLO, ACK, WRITE and BYE: seq 0 only. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		static const uint64_t seqs[] = { 1, 0x100, 1ull << 32, 1ull << 63,
 						 UINT64_MAX };
@@ -1724,7 +1861,7 @@ END_TEST
  * The version 2 seq rule, type by type and both ways (the encoder refuses
  * the frame with -EINVAL, both decoders its bytes with -EPROTO): EAGER,
  * RTS, NAK, RTR, FIN and DONE are refused with seq 0 and take any other;
- * HELLO, ACK and WRITE are refused with any seq but 0.
+ * HELLO, ACK, WRITE and BYE are refused with any seq but 0.
  */
 START_TEST(test_seq_rules)
 {
@@ -1740,7 +1877,7 @@ START_TEST(test_seq_rules)
 	/* The two lists are all the types, each once, as spec_is_sequenced()
 	 * says. */
 	ck_assert_uint_eq(N_SEQUENCED_TYPES, 6);
-	ck_assert_uint_eq(N_UNSEQUENCED_TYPES, 3);
+	ck_assert_uint_eq(N_UNSEQUENCED_TYPES, 4);
 	ck_assert_uint_eq(N_SEQUENCED_TYPES + N_UNSEQUENCED_TYPES, N_TYPES);
 	for (size_t t = 0; t < N_TYPES; t++) {
 		int in_seq = 0, in_unseq = 0;
@@ -1985,9 +2122,9 @@ START_TEST(test_encode_errors)
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = SL_WIRE_TYPE_MAX + 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
-	f.type = 10;
-	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = 11;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.type = 12;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.type = 255;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
@@ -2006,7 +2143,7 @@ START_TEST(test_encode_errors)
 				 (int)spec_hdr_len(all_types[t]));
 	}
 
-	/* -EINVAL: non-zero flags; seq on HELLO, ACK or WRITE; no seq on a
+	/* -EINVAL: non-zero flags; seq on HELLO, ACK, WRITE or BYE; no seq on a
 	 * sequenced frame. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		f = make_frame(all_types[t]);
@@ -2029,7 +2166,7 @@ START_TEST(test_encode_errors)
 	/*
 	 * Frames the decoder would reject are not encoded either: seq 0 on a
 	 * sequenced frame, non-zero flags, a NAK without a NAK or error
-	 * status, a HELLO with incarnation 0.
+	 * status, a HELLO or a BYE with incarnation 0, a BYE with a reason.
 	 */
 	f = make_frame(SL_WIRE_EAGER);
 	f.seq = 0;
@@ -2060,6 +2197,16 @@ START_TEST(test_encode_errors)
 	f.u.nak.status = SL_OK;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 	f.u.nak.status = 3;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.incarnation = 0;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(sl_wire_encode(&f, buf, 0), -EINVAL);
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.reason = 1;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f = make_frame(SL_WIRE_BYE);
+	f.seq = 1;
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
 
 	/* An invalid frame is -EINVAL even when the buffer is also too small. */
@@ -2775,6 +2922,194 @@ START_TEST(test_done_rules)
 }
 END_TEST
 
+/*
+ * BYE: incarnation not 0, reason 0 (the only value in version 2), rsvd 0;
+ * an unsequenced control frame (seq 0, like ACK) without payload.  Each
+ * rule both ways: the encoder refuses the frame, the decoders its bytes.
+ */
+START_TEST(test_bye_rules)
+{
+	static const uint64_t seqs[] = {
+		1, 0x100, 1ull << 32, 1ull << 63, UINT64_MAX,
+	};
+	static const uint32_t pls[] = {
+		1, 8, SMALL_PAYLOAD, SL_WIRE_PAYLOAD_MAX, SL_WIRE_PAYLOAD_MAX + 1,
+		UINT32_MAX,
+	};
+	static const uint32_t bad_hlens[] = {
+		0, 1, SL_WIRE_COMMON_LEN, SL_WIRE_BYE_LEN - 1, SL_WIRE_BYE_LEN + 1,
+		SL_WIRE_BYE_LEN + 8, SL_WIRE_EAGER_LEN, SL_WIRE_HELLO_LEN, 64,
+		SL_WIRE_BYE_LEN | 0x100, SL_WIRE_BYE_LEN | 0x01000000u, UINT32_MAX,
+	};
+	struct sl_wire_frame f;
+	uint8_t buf[128];
+
+	/* incarnation 0, whatever else the frame holds. */
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.incarnation = 0;
+	expect_invalid(&f);
+	f.ack = 0;
+	expect_invalid(&f);
+	f.ack = UINT64_MAX;
+	expect_invalid(&f);
+	f.u.bye.reason = 1;
+	expect_invalid(&f);
+	{
+		size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+		put_le64(buf + 32, 0);
+		expect_eproto(buf, len);
+	}
+	/* Any single byte of the 64-bit incarnation makes it one. */
+	for (int b = 0; b < 8; b++) {
+		size_t len;
+
+		f = make_frame(SL_WIRE_BYE);
+		f.u.bye.incarnation = 1ull << (8 * b);
+		expect_valid(&f);
+		f.u.bye.incarnation = 0x80ull << (8 * b);
+		expect_valid(&f);
+		len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+		put_le64(buf + 32, 0);
+		buf[32 + b] = 0x01;
+		expect_ok(buf, len);
+	}
+
+	/* Reason: 0 only.  Not even SL_ERR_PEER_DOWN, what the receiver
+	 * makes of it, nor any other NAK/error status. */
+	for (size_t i = 0; i < N_BAD_STATUSES; i++) {
+		f = make_frame(SL_WIRE_BYE);
+		f.u.bye.reason = bad_statuses[i];
+		expect_invalid(&f);
+	}
+	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
+		f = make_frame(SL_WIRE_BYE);
+		f.u.bye.reason = nak_statuses[i];
+		expect_invalid(&f);
+		f.u.bye.incarnation = 1;
+		expect_invalid(&f);
+	}
+	/* Any bit of any byte of the reason. */
+	for (int bit = 0; bit < 32; bit++) {
+		f = make_frame(SL_WIRE_BYE);
+		f.u.bye.reason = 1u << bit;
+		expect_invalid(&f);
+	}
+	/* Every low reason byte, on the wire: 0 only. */
+	for (uint32_t r = 0; r < 256; r++) {
+		size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+		put_le32(buf + 40, r);
+		if (r == 0)
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+	}
+	/* ... and every byte of the field. */
+	for (size_t b = 40; b < 44; b++) {
+		static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+			buf[b] = vals[v];
+			expect_eproto(buf, len);
+		}
+	}
+
+	/* rsvd (44..47): every byte, any value; the encoder has no field for
+	 * it and always writes 0 (see test_exact_bytes_bye). */
+	for (size_t b = 44; b < 48; b++) {
+		static const uint8_t vals[] = { 0x01, 0x80, 0xff };
+
+		for (size_t v = 0; v < sizeof(vals); v++) {
+			size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+			buf[b] = vals[v];
+			expect_eproto(buf, len);
+		}
+	}
+	{
+		size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+		put_le32(buf + 44, UINT32_MAX);
+		expect_eproto(buf, len);
+		/* Bytes past the 48-byte header are not the BYE's. */
+		len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+		memset(buf + len, 0xff, 16);
+		expect_ok(buf, len + 16);
+	}
+
+	/* hdr_len: 48 and nothing else, also with the bytes for the claimed
+	 * length present. */
+	for (size_t i = 0; i < sizeof(bad_hlens) / sizeof(bad_hlens[0]); i++) {
+		size_t len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+
+		put_le32(buf + 4, bad_hlens[i]);
+		expect_eproto(buf, len);
+		if (bad_hlens[i] > len && bad_hlens[i] <= sizeof(buf)) {
+			memset(buf + len, 0, bad_hlens[i] - len);
+			expect_eproto(buf, bad_hlens[i]);
+		}
+	}
+
+	/* A control frame: no payload ... */
+	for (size_t i = 0; i < sizeof(pls) / sizeof(pls[0]); i++) {
+		size_t len;
+
+		f = make_frame(SL_WIRE_BYE);
+		f.payload_len = pls[i];
+		expect_invalid(&f);
+		len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+		put_le32(buf + 8, pls[i]);
+		expect_eproto(buf, len);
+	}
+	/* ... and no seq: the last frame on the connection, outside the
+	 * stream (like ACK). */
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		size_t len;
+
+		f = make_frame(SL_WIRE_BYE);
+		f.seq = seqs[i];
+		expect_invalid(&f);
+		f.u.bye.incarnation = 1;
+		expect_invalid(&f);
+		len = encode_valid(SL_WIRE_BYE, buf, sizeof(buf));
+		put_le64(buf + 16, seqs[i]);
+		expect_eproto(buf, len);
+	}
+	f = make_frame(SL_WIRE_BYE);
+	f.seq = 0;
+	expect_valid(&f);
+	/* A DONE (48 bytes too, sequenced) retyped as a BYE is refused for
+	 * its seq. */
+	{
+		size_t len = encode_valid(SL_WIRE_DONE, buf, sizeof(buf));
+
+		buf[1] = SL_WIRE_BYE;
+		expect_eproto(buf, len);
+	}
+
+	/* Broken several ways at once is still broken. */
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.incarnation = 0;
+	f.u.bye.reason = 1;
+	f.seq = 1;
+	f.payload_len = 1;
+	expect_invalid(&f);
+
+	/* And the valid extremes of what is left: any ack, any incarnation
+	 * but 0. */
+	f = make_frame(SL_WIRE_BYE);
+	f.u.bye.incarnation = 1;
+	f.ack = 0;
+	expect_valid(&f);
+	f.u.bye.incarnation = UINT64_MAX;
+	f.ack = UINT64_MAX;
+	expect_valid(&f);
+}
+END_TEST
+
 /* xorshift64*: fixed seed, so a failure reproduces. */
 static uint64_t rng_state;
 
@@ -2832,6 +3167,9 @@ START_TEST(test_fuzz_garbage)
 	 * incarnation of 1, and with a peer_incarnation of 0 and all ones. */
 	long hello_inc_bad = 0, hello_inc_min_ok = 0;
 	long hello_peer_zero_ok = 0, hello_peer_max_ok = 0;
+	/* BYEs rejected for an incarnation of 0 alone; accepted with an
+	 * incarnation of 1 and of all ones. */
+	long bye_inc_bad = 0, bye_inc_min_ok = 0, bye_inc_max_ok = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
 	for (long it = 0; it < FUZZ_ITERS; it++) {
@@ -2870,6 +3208,8 @@ START_TEST(test_fuzz_garbage)
 				put_le64(buf + 40, u64_edges[rng() % 3]);
 			if (type == SL_WIRE_HELLO && (rng() & 1))
 				put_le64(buf + 64, u64_edges[rng() % 3]);
+			if (type == SL_WIRE_BYE && (rng() & 1))
+				put_le64(buf + 32, u64_edges[rng() % 3]);
 			for (size_t i = SL_WIRE_HDR_MAX; i < sizeof(buf); i++)
 				buf[i] = (uint8_t)rng();
 			for (int m = 0; m < nmut; m++) {
@@ -2951,6 +3291,14 @@ START_TEST(test_fuzz_garbage)
 			hello_peer_zero_ok += f.u.hello.peer_incarnation == 0;
 			hello_peer_max_ok += f.u.hello.peer_incarnation == UINT64_MAX;
 		}
+		if (rh > 0 && f.type == SL_WIRE_BYE) {
+			HOT_ASSERT(f.u.bye.incarnation != 0, "iter %ld", it);
+			HOT_ASSERT(f.u.bye.incarnation == get_le(g + 32, 8), "iter %ld", it);
+			HOT_ASSERT(f.u.bye.reason == 0, "iter %ld", it);
+			HOT_ASSERT(get_le(g + 44, 4) == 0, "iter %ld", it);
+			bye_inc_min_ok += f.u.bye.incarnation == 1;
+			bye_inc_max_ok += f.u.bye.incarnation == UINT64_MAX;
+		}
 		if (hl != 0 && len >= hl) {
 			uint8_t type = g[1];
 			uint64_t seq = get_le(g + 16, 8);
@@ -2972,6 +3320,12 @@ START_TEST(test_fuzz_garbage)
 			    ref_bad_for_field_alone(g, hl, 40, 8, 1)) {
 				hello_inc_bad++;
 				HOT_ASSERT(rh == -EPROTO, "iter %ld: incarnation 0", it);
+			}
+			/* A BYE bad for its incarnation of 0 alone. */
+			if (type == SL_WIRE_BYE && get_le(g + 32, 8) == 0 &&
+			    ref_bad_for_field_alone(g, hl, 32, 8, 1)) {
+				bye_inc_bad++;
+				HOT_ASSERT(rh == -EPROTO, "iter %ld: BYE incarnation 0", it);
 			}
 		}
 		if (hl == SL_WIRE_HELLO_LEN && len >= hl && g[1] == SL_WIRE_HELLO &&
@@ -3048,6 +3402,10 @@ START_TEST(test_fuzz_garbage)
 		      hello_peer_zero_ok);
 	ck_assert_msg(hello_peer_max_ok > 100,
 		      "%ld HELLOs with peer_incarnation all ones", hello_peer_max_ok);
+	ck_assert_msg(bye_inc_bad > 100, "%ld BYEs bad for incarnation 0", bye_inc_bad);
+	ck_assert_msg(bye_inc_min_ok > 100, "%ld BYEs with incarnation 1", bye_inc_min_ok);
+	ck_assert_msg(bye_inc_max_ok > 100, "%ld BYEs with incarnation all ones",
+		      bye_inc_max_ok);
 }
 END_TEST
 
@@ -3160,6 +3518,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_exact_bytes_fin);
 	tcase_add_test(tc, test_exact_bytes_write);
 	tcase_add_test(tc, test_exact_bytes_done);
+	tcase_add_test(tc, test_exact_bytes_bye);
 	tcase_add_test(tc, test_exact_bytes_hello);
 	tcase_add_test(tc, test_exact_bytes_nak);
 	tcase_add_test(tc, test_exact_bytes_ack);
@@ -3180,6 +3539,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_fin_rules);
 	tcase_add_test(tc, test_write_rules);
 	tcase_add_test(tc, test_done_rules);
+	tcase_add_test(tc, test_bye_rules);
 	tcase_add_loop_test(tc, test_truncated_header, 0, (int)N_TYPES);
 	tcase_add_loop_test(tc, test_length_beyond_buffer, 0, (int)N_PAYLOAD_TYPES);
 	tcase_add_test(tc, test_encode_errors);

@@ -821,8 +821,9 @@ static void tcp_close(struct xport_conn *c, int err)
 	 * after a partition heals, the kernel must not go on delivering
 	 * frames of a connection the link gave up (the new connection sends
 	 * what the peer lacks; a frame from the old one could arrive after
-	 * the link failed its send for good). */
-	if (c->fd >= 0 &&
+	 * the link failed its send for good).  @err 0 is the orderly close
+	 * of a stopping daemon: its last bytes (the BYE) must arrive. */
+	if (c->fd >= 0 && err != 0 &&
 	    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1 },
 		       sizeof(struct linger)) < 0)
 		log_warn("tcp: %s: SO_LINGER: %m", c->name);

@@ -168,7 +168,9 @@ struct xport_ops {
 	 * before anything is buffered.  0 (HELLO only) until set. */
 	void (*set_rx_limit)(struct xport_conn *c, uint32_t bytes);
 	/* Break the connection now; posted frames complete with an error,
-	 * then closed() is called. */
+	 * then closed() is called.  @err < 0 is abortive (tcp: RST, unsent
+	 * bytes dropped, as a QP in error); 0 is the orderly close of a
+	 * stopping daemon, whose frames already completed must arrive. */
 	void (*close)(struct xport_conn *c, int err);
 	/* Peer address as text, for logs. */
 	const char *(*peer_name)(const struct xport_conn *c);
