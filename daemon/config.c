@@ -320,16 +320,23 @@ enum key_id {
 	K_COUNT
 };
 
+/*
+ * The one table of keys: the parser looks names up here, --print-config
+ * and reload walk it (format_value() has a case for every key_id, so a
+ * key added here without one does not compile under -Werror).  reload:
+ * SIGHUP applies a new value at run time; every other key needs a restart.
+ */
 static const struct {
 	const char *section;
 	const char *name;
+	bool reload;
 } keys[K_COUNT] = {
 	[K_NODE]        = { "daemon", "node" },
 	[K_RUNTIME_DIR] = { "daemon", "runtime_dir" },
-	[K_LOG_LEVEL]   = { "daemon", "log_level" },
+	[K_LOG_LEVEL]   = { "daemon", "log_level", true },
 	[K_CLIENT_GROUP] = { "daemon", "client_group" },
-	[K_ADMIN_GROUP] = { "daemon", "admin_group" },
-	[K_DRAIN]       = { "daemon", "shutdown_drain_ms" },
+	[K_ADMIN_GROUP] = { "daemon", "admin_group", true },
+	[K_DRAIN]       = { "daemon", "shutdown_drain_ms", true },
 	[K_KIND]        = { "transport", "kind" },
 	[K_DEVICE]      = { "transport", "device" },
 	[K_LISTEN]      = { "transport", "listen" },
@@ -338,17 +345,17 @@ static const struct {
 	[K_MAX_MR]      = { "transport", "max_mr" },
 	[K_CREDITS]     = { "transport", "eager_credits" },
 	[K_SOCKBUF]     = { "transport", "socket_buffer" },
-	[K_PEER_TIMEOUT] = { "transport", "peer_timeout_ms" },
-	[K_ACK_TIMEOUT] = { "transport", "ack_timeout_ms" },
-	[K_REDIAL_MIN]  = { "transport", "redial_min_ms" },
-	[K_REDIAL_MAX]  = { "transport", "redial_max_ms" },
+	[K_PEER_TIMEOUT] = { "transport", "peer_timeout_ms", true },
+	[K_ACK_TIMEOUT] = { "transport", "ack_timeout_ms", true },
+	[K_REDIAL_MIN]  = { "transport", "redial_min_ms", true },
+	[K_REDIAL_MAX]  = { "transport", "redial_max_ms", true },
 	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
 	[K_MAX_QUEUES]  = { "limits", "max_queues" },
-	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes" },
-	[K_BACKLOG_MAX]    = { "limits", "link_backlog_max" },
+	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes", true },
+	[K_BACKLOG_MAX]    = { "limits", "link_backlog_max", true },
 	[K_CLIENT_QUEUES]  = { "limits", "client_max_queues" },
 	[K_CLIENT_ARENA]   = { "limits", "client_max_arena_bytes" },
-	[K_CLIENT_INFLIGHT] = { "limits", "client_max_inflight" },
+	[K_CLIENT_INFLIGHT] = { "limits", "client_max_inflight", true },
 	[K_RC_CHUNK]       = { "rcache", "chunk_bytes" },
 	[K_RC_MAX_REGIONS] = { "rcache", "max_regions" },
 	[K_RC_MAX_BYTES]   = { "rcache", "max_bytes" },
@@ -912,4 +919,280 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 		*c = *nc;
 	free(nc);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Printing and reload                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A byte count with the largest suffix that is exact: 65536 -> "64K". */
+static void format_bytes(uint64_t v, char *buf, size_t n)
+{
+	if (v && v % GIB == 0)
+		snprintf(buf, n, "%lluG", (unsigned long long)(v / GIB));
+	else if (v && v % MIB == 0)
+		snprintf(buf, n, "%lluM", (unsigned long long)(v / MIB));
+	else if (v && v % KIB == 0)
+		snprintf(buf, n, "%lluK", (unsigned long long)(v / KIB));
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+/* "[v6]:port" when the host needs brackets, else "host:port". */
+static void format_hostport(const char *host, uint16_t port, char *buf, size_t n)
+{
+	snprintf(buf, n, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+}
+
+/*
+ * The value of key @k in @c as the file spells it, in @buf (@n bytes).
+ * Returns false for a key at a value the file cannot spell, which is
+ * what it means when absent: listen not set, reg_fail_after off.
+ * No default case: -Wswitch makes a new key_id without a case an error.
+ */
+static bool format_value(const struct config *c, enum key_id k, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	switch (k) {
+	case K_NODE:
+		snprintf(buf, n, "%s", c->node_name);
+		return true;
+	case K_RUNTIME_DIR:
+		snprintf(buf, n, "%s", c->runtime_dir);
+		return true;
+	case K_LOG_LEVEL:
+		snprintf(buf, n, "%s", log_level_name((enum log_level)c->log_level));
+		return true;
+	case K_CLIENT_GROUP:
+		snprintf(buf, n, "%s", c->client_group);
+		return true;
+	case K_ADMIN_GROUP:
+		snprintf(buf, n, "%s", c->admin_group);
+		return true;
+	case K_DRAIN:
+		snprintf(buf, n, "%u", (unsigned)c->shutdown_drain_ms);
+		return true;
+	case K_KIND:
+		snprintf(buf, n, "%s", c->transport == XPORT_VERBS ? "verbs" :
+			 c->transport == XPORT_AUTO ? "auto" : "tcp");
+		return true;
+	case K_DEVICE:
+		snprintf(buf, n, "%s", c->device);
+		return true;
+	case K_LISTEN:
+		if (!c->listen_set)
+			return false;
+		format_hostport(c->listen_host, c->listen_port, buf, n);
+		return true;
+	case K_EAGER_MAX:
+		format_bytes(c->eager_max, buf, n);
+		return true;
+	case K_SQ_DEPTH:
+		snprintf(buf, n, "%u", (unsigned)c->sq_depth);
+		return true;
+	case K_MAX_MR:
+		snprintf(buf, n, "%u", (unsigned)c->max_mr);
+		return true;
+	case K_CREDITS:
+		snprintf(buf, n, "%u", (unsigned)c->eager_credits);
+		return true;
+	case K_SOCKBUF:
+		format_bytes(c->socket_buffer, buf, n);
+		return true;
+	case K_PEER_TIMEOUT:
+		snprintf(buf, n, "%u", (unsigned)c->peer_timeout_ms);
+		return true;
+	case K_ACK_TIMEOUT:
+		snprintf(buf, n, "%u", (unsigned)c->ack_timeout_ms);
+		return true;
+	case K_REDIAL_MIN:
+		snprintf(buf, n, "%u", (unsigned)c->redial_min_ms);
+		return true;
+	case K_REDIAL_MAX:
+		snprintf(buf, n, "%u", (unsigned)c->redial_max_ms);
+		return true;
+	case K_ARENA_BYTES:
+		format_bytes(c->arena_bytes, buf, n);
+		return true;
+	case K_MAX_QUEUES:
+		snprintf(buf, n, "%u", (unsigned)c->max_queues);
+		return true;
+	case K_UNEXPECTED_MAX:
+		format_bytes(c->unexpected_max_bytes, buf, n);
+		return true;
+	case K_BACKLOG_MAX:
+		snprintf(buf, n, "%u", (unsigned)c->link_backlog_max);
+		return true;
+	case K_CLIENT_QUEUES:
+		snprintf(buf, n, "%u", (unsigned)c->client_max_queues);
+		return true;
+	case K_CLIENT_ARENA:
+		format_bytes(c->client_max_arena_bytes, buf, n);
+		return true;
+	case K_CLIENT_INFLIGHT:
+		snprintf(buf, n, "%u", (unsigned)c->client_max_inflight);
+		return true;
+	case K_RC_CHUNK:
+		format_bytes(c->rcache_chunk_bytes, buf, n);
+		return true;
+	case K_RC_MAX_REGIONS:
+		snprintf(buf, n, "%u", (unsigned)c->rcache_max_regions);
+		return true;
+	case K_RC_MAX_BYTES:
+		format_bytes(c->rcache_max_bytes, buf, n);
+		return true;
+	case K_RC_MAX_WAITERS:
+		snprintf(buf, n, "%u", (unsigned)c->rcache_max_waiters);
+		return true;
+	case K_RC_MAX_WAIT_MS:
+		snprintf(buf, n, "%u", (unsigned)c->rcache_max_wait_ms);
+		return true;
+	case K_F_POST_ENOMEM:
+		snprintf(buf, n, "%u", (unsigned)c->fault_post_enomem_every);
+		return true;
+	case K_F_REG_FAIL:
+		if (c->fault_reg_fail_after == CONFIG_FAULT_OFF)
+			return false;
+		snprintf(buf, n, "%llu", (unsigned long long)c->fault_reg_fail_after);
+		return true;
+	case K_F_DELAY_COMPL:
+		snprintf(buf, n, "%u", (unsigned)c->fault_delay_completions_us);
+		return true;
+	case K_F_CUT_AFTER:
+		snprintf(buf, n, "%llu", (unsigned long long)c->fault_cut_after_frames);
+		return true;
+	case K_F_CUT_EVERY:
+		snprintf(buf, n, "%u", (unsigned)c->fault_cut_every_frames);
+		return true;
+	case K_COUNT:
+		break;
+	}
+	return false;
+}
+
+/* What an absent key means, for the commented line --print-config writes. */
+static const char *absent_meaning(enum key_id k)
+{
+	return k == K_LISTEN ? "not set: a single node" : "off (absent)";
+}
+
+#define VALUE_MAX (CONFIG_HOST_MAX + 16)
+
+int config_print(FILE *out, const struct config *c)
+{
+	char val[VALUE_MAX];
+	const char *sec = NULL;
+	size_t i;
+	int k;
+
+	if (fprintf(out, "# sluiced effective configuration (sluiced --print-config)\n") < 0)
+		return -EIO;
+	for (k = 0; k < K_COUNT; k++) {
+		if (!sec || strcmp(sec, keys[k].section) != 0) {
+			sec = keys[k].section;
+			fprintf(out, "\n[%s]\n", sec);
+		}
+		if (format_value(c, (enum key_id)k, val, sizeof(val)))
+			fprintf(out, "%s =%s%s\n", keys[k].name, val[0] ? " " : "", val);
+		else
+			fprintf(out, "#%s = ; %s\n", keys[k].name, absent_meaning((enum key_id)k));
+	}
+	fprintf(out, "\n[peers]\n");
+	for (i = 0; i < c->n_peers; i++) {
+		format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
+		fprintf(out, "%s = %s\n", c->peers[i].name, val);
+	}
+	if (fflush(out) == EOF || ferror(out))
+		return -EIO;
+	return 0;
+}
+
+static const struct peer_conf *peer_by_name(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_peers; i++)
+		if (strcmp(c->peers[i].name, name) == 0)
+			return &c->peers[i];
+	return NULL;
+}
+
+/* Copy reloadable key @k from @from into @to. */
+static void copy_reloadable(struct config *to, const struct config *from, enum key_id k)
+{
+	switch (k) {
+	case K_LOG_LEVEL:
+		to->log_level = from->log_level;
+		break;
+	case K_ADMIN_GROUP:
+		memcpy(to->admin_group, from->admin_group, sizeof(to->admin_group));
+		break;
+	case K_DRAIN:
+		to->shutdown_drain_ms = from->shutdown_drain_ms;
+		break;
+	case K_PEER_TIMEOUT:
+		to->peer_timeout_ms = from->peer_timeout_ms;
+		break;
+	case K_ACK_TIMEOUT:
+		to->ack_timeout_ms = from->ack_timeout_ms;
+		break;
+	case K_REDIAL_MIN:
+		to->redial_min_ms = from->redial_min_ms;
+		break;
+	case K_REDIAL_MAX:
+		to->redial_max_ms = from->redial_max_ms;
+		break;
+	case K_BACKLOG_MAX:
+		to->link_backlog_max = from->link_backlog_max;
+		break;
+	case K_UNEXPECTED_MAX:
+		to->unexpected_max_bytes = from->unexpected_max_bytes;
+		break;
+	case K_CLIENT_INFLIGHT:
+		to->client_max_inflight = from->client_max_inflight;
+		break;
+	default:
+		break;	/* keys[k].reload is false: never called */
+	}
+}
+
+int config_reload_merge(struct config *cur, const struct config *next,
+			config_change_fn *changed, void *arg)
+{
+	char a[VALUE_MAX], b[VALUE_MAX];
+	int k, applied = 0;
+	size_t i;
+
+	for (k = 0; k < K_COUNT; k++) {
+		bool ha = format_value(cur, (enum key_id)k, a, sizeof(a));
+		bool hb = format_value(next, (enum key_id)k, b, sizeof(b));
+
+		if (ha == hb && strcmp(a, b) == 0)
+			continue;
+		if (keys[k].reload) {
+			copy_reloadable(cur, next, (enum key_id)k);
+			applied++;
+		}
+		if (changed)
+			changed(keys[k].section, keys[k].name, ha ? a : "(not set)",
+				hb ? b : "(not set)", keys[k].reload, arg);
+	}
+	/* Links are built from [peers] at start: any change needs a restart. */
+	for (i = 0; changed && i < next->n_peers; i++) {
+		const struct peer_conf *np = &next->peers[i], *op = peer_by_name(cur, np->name);
+
+		if (op && strcmp(op->host, np->host) == 0 && op->port == np->port)
+			continue;
+		if (op)
+			format_hostport(op->host, op->port, a, sizeof(a));
+		format_hostport(np->host, np->port, b, sizeof(b));
+		changed("peers", np->name, op ? a : "(not set)", b, false, arg);
+	}
+	for (i = 0; changed && i < cur->n_peers; i++) {
+		if (peer_by_name(next, cur->peers[i].name))
+			continue;
+		format_hostport(cur->peers[i].host, cur->peers[i].port, a, sizeof(a));
+		changed("peers", cur->peers[i].name, a, "(not set)", false, arg);
+	}
+	return applied;
 }

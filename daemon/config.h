@@ -109,6 +109,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_NAME_MAX 64	/* node names, including the NUL */
 #define CONFIG_HOST_MAX 256
@@ -198,6 +199,41 @@ bool config_faults_on(const struct config *c);
  * reports those as "FILE: ..." with -EINVAL.
  */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * config_print - write @c to @out as a sluiced.conf that config_load()
+ * reads back to the same configuration: every key of every section in
+ * the parser's own table, defaults included; a key at a value the file
+ * cannot spell (listen not set, reg_fail_after off) as a comment, which
+ * is what its absence means; byte counts with the largest exact K/M/G
+ * suffix; then [peers].  Returns 0 or -EIO (a write failed).
+ */
+int config_print(FILE *out, const struct config *c);
+
+/*
+ * config_change_fn - told about one key whose value differs on reload:
+ * @section and @key name it ([peers]: the peer's name), @old_value and
+ * @new_value as the file spells them ("(not set)" for an absent key or
+ * peer), @applied whether the new value now runs (else it needs a
+ * restart and the old one stays).
+ */
+typedef void config_change_fn(const char *section, const char *key, const char *old_value,
+			      const char *new_value, bool applied, void *arg);
+
+/*
+ * config_reload_merge - a reload (SIGHUP) read @next; bring @cur up to it
+ * for the keys that apply at run time ([daemon] log_level, admin_group,
+ * shutdown_drain_ms; [transport] peer_timeout_ms, ack_timeout_ms,
+ * redial_min_ms, redial_max_ms; [limits] link_backlog_max,
+ * unexpected_max_bytes, client_max_inflight).  Every other key, and every
+ * peer added, removed or readdressed, keeps @cur's value.  @changed (may
+ * be NULL) is called for each difference, in table order, with @arg.
+ * @next must be a whole valid configuration (config_load() succeeded), so
+ * the pairs checked together (redial_min_ms <= redial_max_ms) stay valid.
+ * Returns the number of keys applied.
+ */
+int config_reload_merge(struct config *cur, const struct config *next,
+			config_change_fn *changed, void *arg);
 
 /*
  * config_parse_hostport - split "HOST:PORT" ("[v6]:PORT" too) into @host

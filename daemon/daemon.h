@@ -18,15 +18,18 @@
 
 #include "accept_pause.h"
 #include "config.h"
+#include "service.h"
 #include "xport/xport.h"
 
 struct queue;
 struct session;
 struct link;
+struct admin;
 
 #define SLD_PORTS 65536u
 #define SLD_SOCKET_NAME "sluiced.sock"
 #define SLD_LOCK_NAME "sluiced.lock"
+#define SLD_STATUS_SLOTS 32	/* daemon_counters.completions */
 
 struct daemon_counters {
 	uint64_t sqes;			/* descriptors accepted */
@@ -41,7 +44,17 @@ struct daemon_counters {
 	uint64_t sleeps;		/* times the progress engine went idle */
 	uint64_t ring_errors;		/* corrupt ring indices seen */
 	uint64_t quota_stalls;		/* drains stopped at client_max_inflight */
+	/* Completions by status (queue_complete): enum sl_status values
+	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
+	 * in the last one. */
+	uint64_t completions[SLD_STATUS_SLOTS];
 };
+
+static inline unsigned daemon_status_slot(int32_t status)
+{
+	return status >= 0 && status < SLD_STATUS_SLOTS - 1 ? (unsigned)status
+							     : SLD_STATUS_SLOTS - 1;
+}
 
 struct daemon {
 	struct ev_loop *loop;
@@ -53,6 +66,11 @@ struct daemon {
 	int ctl_fd;
 	int lock_fd;			/* flock()ed runtime_dir/sluiced.lock */
 	bool stopping;			/* shutting down: pending work is CANCELED */
+	bool draining;			/* stop signal seen: new SQEs are CANCELED,
+					 * the rest may finish (service.h) */
+	int argc;			/* the command line, reapplied on reload */
+	char **argv;
+	struct service svc;		/* systemd, reload, drain (service.c) */
 	ev_io ctl_w;
 	struct accept_pause ctl_pause;	/* accept() out of fds: back off */
 	char ctl_path[CONFIG_PATH_MAX + 32];
@@ -79,6 +97,7 @@ struct daemon {
 	ev_timer rcache_w;		/* waiting registrations' deadlines */
 	struct link **links;
 	size_t n_links;
+	struct admin *admin;		/* admin socket (admin.c); NULL: none */
 
 	ev_signal sigterm_w, sigint_w, sighup_w, sigusr1_w;
 	struct daemon_counters ctr;

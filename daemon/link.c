@@ -1363,6 +1363,17 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		link_dial(l);
 }
 
+unsigned link_count_up(const struct daemon *d)
+{
+	unsigned n = 0;
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++)
+		if (d->links[i]->state == LINK_UP)
+			n++;
+	return n;
+}
+
 bool link_node_timed_out(struct daemon *d, uint32_t node)
 {
 	struct link *l = link_find(d, node);

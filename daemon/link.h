@@ -319,6 +319,9 @@ void link_flush_all(struct daemon *d, bool force_ack);
  * receive naming it as its source then completes SL_ERR_PEER_DOWN. */
 bool link_node_timed_out(struct daemon *d, uint32_t node);
 
+/* Links up now (of d->n_links). */
+unsigned link_count_up(const struct daemon *d);
+
 /* "down", "connecting", "hello" or "up". */
 const char *link_state_name(enum link_state s);
 

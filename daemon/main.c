@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "daemon.h"
 #include "engine.h"
 #include "link.h"
@@ -35,15 +36,12 @@ static void usage(FILE *out)
 		"      --spin-us N          busy-poll window before sleeping, microseconds\n"
 		"                           (default %d)\n"
 		"      --list-devices       list RDMA devices, ports and GIDs, and exit\n"
+		"      --check-config       read the configuration and options, say whether\n"
+		"                           they are valid (exit 0) or not (exit 2)\n"
+		"      --print-config       print the effective configuration, every key, in\n"
+		"                           sluiced.conf form, and exit\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n", SPIN_US_DEFAULT);
-}
-
-static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	(void)revents;
-	log_info("signal %d: shutting down", w->signum);
-	ev_break(loop, EVBREAK_ALL);
 }
 
 static int add_peer(struct config *c, const char *arg)
@@ -70,7 +68,26 @@ static int add_peer(struct config *c, const char *arg)
 }
 
 enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN,
-       OPT_LIST_DEVICES };
+       OPT_LIST_DEVICES, OPT_CHECK_CONFIG, OPT_PRINT_CONFIG };
+
+/* What sluiced does with the configuration once it is read. */
+enum run_mode { RUN_DAEMON, RUN_CHECK_CONFIG, RUN_PRINT_CONFIG };
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "node", required_argument, NULL, OPT_NODE },
+	{ "runtime-dir", required_argument, NULL, OPT_RUNDIR },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "peer", required_argument, NULL, OPT_PEER },
+	{ "log-level", required_argument, NULL, OPT_LOGLEVEL },
+	{ "spin-us", required_argument, NULL, OPT_SPIN },
+	{ "list-devices", no_argument, NULL, OPT_LIST_DEVICES },
+	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /* sluiced --list-devices: 0 when there is a device, 1 when none. */
 static int list_devices(void)
@@ -92,52 +109,18 @@ static int list_devices(void)
 	return 0;
 }
 
-static int parse_args(struct daemon *d, int argc, char **argv)
+/*
+ * The options that set configuration, over @c (the file already read):
+ * at start, and again on every reload so that they keep winning over the
+ * file (service.h).  Returns 0 or -EINVAL (said on stderr).
+ */
+static int apply_options(struct daemon *d, struct config *c)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "node", required_argument, NULL, OPT_NODE },
-		{ "runtime-dir", required_argument, NULL, OPT_RUNDIR },
-		{ "listen", required_argument, NULL, OPT_LISTEN },
-		{ "peer", required_argument, NULL, OPT_PEER },
-		{ "log-level", required_argument, NULL, OPT_LOGLEVEL },
-		{ "spin-us", required_argument, NULL, OPT_SPIN },
-		{ "list-devices", no_argument, NULL, OPT_LIST_DEVICES },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct config *c = &d->cfg;
-	char err[512];
-	int opt, rc, lvl;
+	int opt, lvl;
 	long spin;
 	char *end;
 
-	/* The file first, so that options override it. */
-	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1;) {
-		if (opt == 'c')
-			d->config_path = optarg;
-		else if (opt == 'h') {
-			usage(stdout);
-			exit(0);
-		} else if (opt == 'V') {
-			printf("sluiced %s\n", PACKAGE_VERSION);
-			exit(0);
-		} else if (opt == OPT_LIST_DEVICES) {
-			exit(list_devices());
-		} else if (opt == '?') {
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (d->config_path) {
-		rc = config_load(c, d->config_path, err, sizeof(err));
-		if (rc) {
-			fprintf(stderr, "sluiced: %s\n", err);
-			return rc;
-		}
-	}
-	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1;) {
+	for (optind = 1; (opt = getopt_long(d->argc, d->argv, "c:hV", long_opts, NULL)) != -1;) {
 		switch (opt) {
 		case OPT_NODE:
 			if (!config_name_valid(optarg)) {
@@ -192,13 +175,67 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 			break;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "sluiced: unexpected argument '%s'\n", argv[optind]);
+	if (optind < d->argc) {
+		fprintf(stderr, "sluiced: unexpected argument '%s'\n", d->argv[optind]);
 		return -EINVAL;
 	}
 	if (c->n_peers && !c->listen_set) {
 		fprintf(stderr, "sluiced: peers given but no listen address\n");
 		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_args(struct daemon *d, int argc, char **argv, enum run_mode *mode)
+{
+	struct config *c = &d->cfg;
+	char err[512];
+	int opt, rc;
+
+	d->argc = argc;
+	d->argv = argv;
+	/* The file first, so that options override it. */
+	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1;) {
+		if (opt == 'c')
+			d->config_path = optarg;
+		else if (opt == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (opt == 'V') {
+			printf("sluiced %s\n", PACKAGE_VERSION);
+			exit(0);
+		} else if (opt == OPT_LIST_DEVICES) {
+			exit(list_devices());
+		} else if (opt == OPT_CHECK_CONFIG) {
+			*mode = RUN_CHECK_CONFIG;
+		} else if (opt == OPT_PRINT_CONFIG) {
+			*mode = RUN_PRINT_CONFIG;
+		} else if (opt == '?') {
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (d->config_path) {
+		rc = config_load(c, d->config_path, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return rc;
+		}
+	}
+	return apply_options(d, c);
+}
+
+/* sluiced --check-config / --print-config, once the configuration is read:
+ * the exit status. */
+static int config_mode(const struct daemon *d, enum run_mode mode)
+{
+	if (mode == RUN_CHECK_CONFIG) {
+		printf("sluiced: configuration OK\n");
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
+	if (config_print(stdout, &d->cfg) < 0) {
+		fprintf(stderr, "sluiced: --print-config: write error\n");
+		return 1;
 	}
 	return 0;
 }
@@ -275,6 +312,7 @@ static void daemon_teardown(struct daemon *d)
 
 	d->stopping = true;
 	session_close_listener(d);
+	admin_close(d);
 	if (d->xp)
 		link_teardown_all(d);
 	/* Local rendezvous sends wait in their receivers' queues: complete
@@ -301,6 +339,7 @@ int main(int argc, char **argv)
 {
 	static struct daemon dm;
 	struct daemon *d = &dm;
+	enum run_mode mode = RUN_DAEMON;
 	int rc;
 
 	d->ctl_fd = -1;
@@ -314,8 +353,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sluiced: defaults: %s\n", strerror(-rc));
 		return 1;
 	}
-	if (parse_args(d, argc, argv))
+	if (parse_args(d, argc, argv, &mode))
 		return 2;
+	if (mode != RUN_DAEMON)
+		return config_mode(d, mode);
 	log_set_level(d->cfg.log_level);
 	if (getrandom(&d->incarnation, sizeof(d->incarnation), 0) != sizeof(d->incarnation)) {
 		log_err("getrandom: %m");
@@ -339,6 +380,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rc = session_listen(d);
+	if (rc)
+		goto out;
+	rc = admin_listen(d);
 	if (rc)
 		goto out;
 	d->xp = create_transport(d);
@@ -366,10 +410,9 @@ int main(int argc, char **argv)
 		log_err("links: %s", strerror(-rc));
 		goto out;
 	}
-	ev_signal_init(&d->sigterm_w, stop_cb, SIGTERM);
-	ev_signal_init(&d->sigint_w, stop_cb, SIGINT);
-	ev_signal_start(d->loop, &d->sigterm_w);
-	ev_signal_start(d->loop, &d->sigint_w);
+	rc = service_init(d, apply_options);
+	if (rc)
+		goto out;
 	daemon_stats_init(d);
 	daemon_progress_init(d);
 	if (d->cfg.listen_set)
@@ -379,9 +422,11 @@ int main(int argc, char **argv)
 	else
 		log_info("node %s (%08x) ready: socket %s, single node, eager_max %u",
 			 d->cfg.node_name, d->cfg.node_id, d->ctl_path, d->cfg.eager_max);
+	service_ready(d);
 	ev_run(d->loop, 0);
 	rc = 0;
 out:
+	service_stop(d);
 	daemon_teardown(d);
 	log_info("stopped");
 	return rc ? 1 : 0;

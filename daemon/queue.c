@@ -265,6 +265,7 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 	if (q->owner)
 		q->owner->in_flight--;
 	d->ctr.cqes++;
+	d->ctr.completions[daemon_status_slot(cqe->status)]++;
 	if (q->dead)
 		return;
 	memcpy(sl_ring_prod_slot(&q->cq, 0), cqe, sizeof(*cqe));
@@ -290,6 +291,7 @@ int queue_drain(struct queue *q, unsigned budget)
 	struct daemon *d = q->d;
 	int64_t avail = sl_ring_cons_avail(&q->sq);
 	unsigned taken = 0;
+	int status;
 
 	if (avail < 0)
 		return -EPROTO;
@@ -314,15 +316,20 @@ int queue_drain(struct queue *q, unsigned budget)
 		q->owner->in_flight++;
 		q->sqes++;
 		d->ctr.sqes++;
-		if (engine_validate(q, &sqe) != SL_OK) {
+		status = engine_validate(q, &sqe);
+		/* Stopping (service.h): nothing new starts, it ends at once. */
+		if (status == SL_OK && d->draining)
+			status = SL_ERR_CANCELED;
+		if (status != SL_OK) {
 			sl_addr_t peer = sqe.peer;
 
 			/* Completions name real nodes, refused ones too. */
 			if (peer.node == SL_NODE_LOCAL)
 				peer.node = d->cfg.node_id;
-			d->ctr.invalid++;
+			if (status == SL_ERR_INVALID)
+				d->ctr.invalid++;
 			engine_complete(q, sqe.opcode, peer, sqe.tag, sqe.len,
-					sqe.user_ctx, SL_ERR_INVALID);
+					sqe.user_ctx, status);
 			continue;
 		}
 		engine_submit(q, &sqe);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,11 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	if (req->queue_id || req->rsvd[0] || req->rsvd[1] || req->rsvd[2] ||
 	    req->rsvd[3] || req->rsvd[4]) {
 		rep->error = EINVAL;
+		return send_reply(s, rep, NULL, 0);
+	}
+	/* Stopping: a new queue could only see its work canceled. */
+	if (s->d->draining) {
+		rep->error = ESHUTDOWN;
 		return send_reply(s, rep, NULL, 0);
 	}
 	/* Quotas: one client cannot take every queue or all memory. */
@@ -232,6 +238,33 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* [daemon] client_group: the socket (mode 0660) goes to that group, whose
+ * members may then connect.  Returns 0 or -errno (logged). */
+static int socket_group(const char *path, const char *group)
+{
+	struct group gr, *res = NULL;
+	char buf[16384];
+	int rc;
+
+	if (!group[0])
+		return 0;
+	rc = getgrnam_r(group, &gr, buf, sizeof(buf), &res);
+	if (rc) {
+		log_err("[daemon] client_group %s: %s", group, strerror(rc));
+		return -rc;
+	}
+	if (!res) {
+		log_err("[daemon] client_group %s: no such group", group);
+		return -ENOENT;
+	}
+	if (chown(path, (uid_t)-1, gr.gr_gid) < 0) {
+		rc = -errno;
+		log_err("%s: chgrp %s: %m", path, group);
+		return rc;
+	}
+	return 0;
+}
+
 /* Is a live daemon answering on @path? */
 static bool socket_alive(const struct sockaddr_un *sun)
 {
@@ -315,12 +348,29 @@ int session_listen(struct daemon *d)
 		close(fd);
 		return rc;
 	}
+	rc = socket_group(d->ctl_path, d->cfg.client_group);
+	if (rc) {
+		close(fd);
+		if (unlink(d->ctl_path) < 0)
+			log_warn("%s: unlink: %m", d->ctl_path);
+		return rc;
+	}
 	d->ctl_fd = fd;
 	ev_io_init(&d->ctl_w, accept_cb, fd, EV_READ);
 	d->ctl_w.data = d;
 	ev_io_start(d->loop, &d->ctl_w);
 	accept_pause_init(&d->ctl_pause, d->loop, &d->ctl_w);
 	return 0;
+}
+
+unsigned session_count(const struct daemon *d)
+{
+	const struct session *s;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(s, &d->sessions, link)
+		n++;
+	return n;
 }
 
 void session_close_listener(struct daemon *d)

@@ -33,6 +33,8 @@ struct session {
  * Refuses (-EADDRINUSE) when another daemon answers on it. */
 int session_listen(struct daemon *d);
 void session_close_listener(struct daemon *d);
+/* Clients connected now (sessions). */
+unsigned session_count(const struct daemon *d);
 
 /* Drop a client: kill its queues, close its socket, free it. */
 void session_destroy(struct session *s);

@@ -2,12 +2,16 @@
  * stats.c - counters and gauges written to runtime_dir/sluiced.stats on
  * SIGUSR1: "name value" lines, names dotted by subsystem.  The file is
  * written beside and renamed into place, so a reader never sees half of
- * it.  sluicectl will replace this as the operator's interface; the
- * names stay.
+ * it.  The same values, under the same names, are what the admin socket
+ * (admin.c, sluicectl) reports: both read them through the visitors of
+ * stats.h, driven by the tables below.  Tests read the file, so its names,
+ * order and format do not change.
  */
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,99 +21,238 @@
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
+#include "stats.h"
 
 #define STATS_NAME "sluiced.stats"
 
-static void write_all(struct daemon *d, FILE *f)
+/* How a table entry reads its value from the structure at hand. */
+enum stat_kind {
+	SK_U64,			/* uint64_t at off */
+	SK_U32,			/* uint32_t at off */
+	SK_LINK_STATE,		/* link_state_name() */
+	SK_LINK_CREDITS,	/* link_credits_left() */
+	SK_LINK_RTIMER,		/* retransmission timer armed: 0 or 1 */
+	SK_LINK_INCARNATION,	/* peer incarnation, text %016llx */
+};
+
+struct stat_desc {
+	const char *name;
+	enum stat_kind kind;
+	size_t off;
+};
+
+#define U64(type, field, name) { name, SK_U64, offsetof(type, field) }
+#define U32(type, field, name) { name, SK_U32, offsetof(type, field) }
+#define SPECIAL(kind, name) { name, kind, 0 }
+
+static const struct stat_desc daemon_ctr_stats[] = {
+	U64(struct daemon_counters, sqes, "sqes"),
+	U64(struct daemon_counters, cqes, "cqes"),
+	U64(struct daemon_counters, invalid, "invalid"),
+	U64(struct daemon_counters, no_endpoint, "no_endpoint"),
+	U64(struct daemon_counters, local_msgs, "local_msgs"),
+	U64(struct daemon_counters, remote_msgs_rx, "remote_msgs_rx"),
+	U64(struct daemon_counters, unexpected, "unexpected_total"),
+	U64(struct daemon_counters, naks_receiver_full, "naks_receiver_full"),
+};
+
+static const struct stat_desc rcache_stats[] = {
+	U64(struct rcache_stats, hits, "hits"),
+	U64(struct rcache_stats, misses, "misses"),
+	U64(struct rcache_stats, evictions, "evictions"),
+	U64(struct rcache_stats, waits, "waits"),
+	U64(struct rcache_stats, naks, "naks"),
+	U64(struct rcache_stats, timeouts, "timeouts"),
+	U64(struct rcache_stats, cancels, "cancels"),
+	U64(struct rcache_stats, reg_fails, "reg_fails"),
+	U64(struct rcache_stats, regions, "regions"),
+	U64(struct rcache_stats, bytes, "bytes"),
+	U64(struct rcache_stats, waiting, "waiting"),
+	U64(struct rcache_stats, regs, "regs"),
+	U64(struct rcache_stats, deregs, "deregs"),
+};
+
+static const struct stat_desc xport_stats[] = {
+	U64(struct xport_stats, mrs, "mrs"),
+	U64(struct xport_stats, reg_fails, "reg_fails"),
+	U64(struct xport_stats, post_enomem, "post_enomem"),
+	U64(struct xport_stats, faults_injected, "faults_injected"),
+	U64(struct xport_stats, writes_rx, "writes_rx"),
+	U64(struct xport_stats, access_errors, "access_errors"),
+	U64(struct xport_stats, cuts, "cuts"),
+};
+
+static const struct stat_desc link_stats[] = {
+	SPECIAL(SK_LINK_STATE, "state"),
+	U64(struct link, connects, "connects"),
+	U32(struct link, n_backlog, "backlog"),
+	U32(struct link, n_ctl, "ctl_queued"),
+	SPECIAL(SK_LINK_CREDITS, "credits"),
+	U64(struct link, backlog_naks, "backlog_naks"),
+	U32(struct link, n_unacked, "unacked"),
+	U32(struct link, n_rndv_tx, "rndv_tx"),
+	U32(struct link, n_rndv_rx, "rndv_rx"),
+	U32(struct link, n_writes, "writes_pending"),
+	U64(struct link, frames_tx, "frames_tx"),
+	U64(struct link, frames_rx, "frames_rx"),
+	U64(struct link, naks_tx, "naks_tx"),
+	U64(struct link, naks_rx, "naks_rx"),
+	U64(struct link, post_enomem, "post_enomem"),
+	U64(struct link, ctl_deferred, "ctl_deferred"),
+	U64(struct link, writes_tx, "writes_tx"),
+	U64(struct link, rndv_tx_done, "rndv_tx_done"),
+	U64(struct link, rndv_rx_done, "rndv_rx_done"),
+	U64(struct link, rndv_rx_failed, "rndv_rx_failed"),
+	U64(struct link, tx_seq, "tx_seq"),
+	U64(struct link, rx_seq, "rx_seq"),
+	U64(struct link, ack_rx, "acked"),
+	U64(struct link, retransmits, "retransmits"),
+	SPECIAL(SK_LINK_RTIMER, "retransmit_timer"),
+	U64(struct link, rx_duplicates, "rx_duplicates"),
+	U64(struct link, ack_timeouts, "ack_timeouts"),
+	U64(struct link, peer_timeouts, "peer_timeouts"),
+	U64(struct link, peer_restarts, "peer_restarts"),
+	U64(struct link, rndv_restarts, "rndv_restarts"),
+	U64(struct link, illegal_moves, "illegal_moves"),
+	U64(struct link, silences, "silences"),
+	U64(struct link, byes_rx, "byes_rx"),
+	SPECIAL(SK_LINK_INCARNATION, "incarnation"),
+};
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static void visit_table(const struct stat_desc *t, size_t n, const void *base,
+			stat_visit_fn fn, void *arg)
 {
-	const struct daemon_counters *c = &d->ctr;
-	struct rcache_stats rs;
-	struct xport_stats xs;
-	uint64_t unexp = 0, unexp_bytes = 0, posted = 0;
-	struct queue *q;
+	const unsigned char *p = base;
 	size_t i;
 
-	fprintf(f, "daemon.sqes %llu\n", (unsigned long long)c->sqes);
-	fprintf(f, "daemon.cqes %llu\n", (unsigned long long)c->cqes);
-	fprintf(f, "daemon.invalid %llu\n", (unsigned long long)c->invalid);
-	fprintf(f, "daemon.no_endpoint %llu\n", (unsigned long long)c->no_endpoint);
-	fprintf(f, "daemon.local_msgs %llu\n", (unsigned long long)c->local_msgs);
-	fprintf(f, "daemon.remote_msgs_rx %llu\n", (unsigned long long)c->remote_msgs_rx);
-	fprintf(f, "daemon.unexpected_total %llu\n", (unsigned long long)c->unexpected);
-	fprintf(f, "daemon.naks_receiver_full %llu\n", (unsigned long long)c->naks_receiver_full);
-	fprintf(f, "daemon.queues %u\n", d->n_queues);
-	fprintf(f, "daemon.quota_stalls %llu\n", (unsigned long long)c->quota_stalls);
+	for (i = 0; i < n; i++) {
+		struct stat_value v = { .name = t[i].name };
+
+		if (t[i].kind == SK_U64) {
+			uint64_t x;
+
+			memcpy(&x, p + t[i].off, sizeof(x));
+			v.num = x;
+		} else {
+			uint32_t x;
+
+			memcpy(&x, p + t[i].off, sizeof(x));
+			v.num = x;
+		}
+		fn(arg, &v);
+	}
+}
+
+static void visit_num(stat_visit_fn fn, void *arg, const char *name, uint64_t num)
+{
+	struct stat_value v = { .name = name, .num = num };
+
+	fn(arg, &v);
+}
+
+void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
+{
+	uint64_t unexp = 0, unexp_bytes = 0, posted = 0;
+	struct queue *q;
+
+	visit_table(daemon_ctr_stats, N_ELEMS(daemon_ctr_stats), &d->ctr, fn, arg);
+	visit_num(fn, arg, "queues", d->n_queues);
+	visit_num(fn, arg, "quota_stalls", d->ctr.quota_stalls);
 	TAILQ_FOREACH(q, &d->queues, all) {
 		unexp += q->mq.n_unexpected;
 		unexp_bytes += q->mq.unexpected_bytes;
 		posted += q->mq.n_posted;
 	}
-	fprintf(f, "daemon.unexpected %llu\n", (unsigned long long)unexp);
-	fprintf(f, "daemon.unexpected_bytes %llu\n", (unsigned long long)unexp_bytes);
-	fprintf(f, "daemon.posted_recvs %llu\n", (unsigned long long)posted);
+	visit_num(fn, arg, "unexpected", unexp);
+	visit_num(fn, arg, "unexpected_bytes", unexp_bytes);
+	visit_num(fn, arg, "posted_recvs", posted);
+}
+
+void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg)
+{
+	struct rcache_stats rs;
 
 	rcache_get_stats(d->rc, &rs);
-	fprintf(f, "rcache.hits %llu\n", (unsigned long long)rs.hits);
-	fprintf(f, "rcache.misses %llu\n", (unsigned long long)rs.misses);
-	fprintf(f, "rcache.evictions %llu\n", (unsigned long long)rs.evictions);
-	fprintf(f, "rcache.waits %llu\n", (unsigned long long)rs.waits);
-	fprintf(f, "rcache.naks %llu\n", (unsigned long long)rs.naks);
-	fprintf(f, "rcache.timeouts %llu\n", (unsigned long long)rs.timeouts);
-	fprintf(f, "rcache.cancels %llu\n", (unsigned long long)rs.cancels);
-	fprintf(f, "rcache.reg_fails %llu\n", (unsigned long long)rs.reg_fails);
-	fprintf(f, "rcache.regions %llu\n", (unsigned long long)rs.regions);
-	fprintf(f, "rcache.bytes %llu\n", (unsigned long long)rs.bytes);
-	fprintf(f, "rcache.waiting %llu\n", (unsigned long long)rs.waiting);
-	fprintf(f, "rcache.regs %llu\n", (unsigned long long)rs.regs);
-	fprintf(f, "rcache.deregs %llu\n", (unsigned long long)rs.deregs);
+	visit_table(rcache_stats, N_ELEMS(rcache_stats), &rs, fn, arg);
+}
 
+void stats_visit_xport(struct daemon *d, stat_visit_fn fn, void *arg)
+{
+	struct xport_stats xs;
+
+	memset(&xs, 0, sizeof(xs));
 	d->xp->ops->get_stats(d->xp, &xs);
-	fprintf(f, "xport.mrs %llu\n", (unsigned long long)xs.mrs);
-	fprintf(f, "xport.reg_fails %llu\n", (unsigned long long)xs.reg_fails);
-	fprintf(f, "xport.post_enomem %llu\n", (unsigned long long)xs.post_enomem);
-	fprintf(f, "xport.faults_injected %llu\n", (unsigned long long)xs.faults_injected);
-	fprintf(f, "xport.writes_rx %llu\n", (unsigned long long)xs.writes_rx);
-	fprintf(f, "xport.access_errors %llu\n", (unsigned long long)xs.access_errors);
-	fprintf(f, "xport.cuts %llu\n", (unsigned long long)xs.cuts);
+	visit_table(xport_stats, N_ELEMS(xport_stats), &xs, fn, arg);
+}
 
+void stats_visit_link(const struct link *l, stat_visit_fn fn, void *arg)
+{
+	char hex[20];
+	size_t i;
+
+	for (i = 0; i < N_ELEMS(link_stats); i++) {
+		const struct stat_desc *t = &link_stats[i];
+		struct stat_value v = { .name = t->name };
+
+		switch (t->kind) {
+		case SK_U64:
+		case SK_U32:
+			visit_table(t, 1, l, fn, arg);
+			continue;
+		case SK_LINK_STATE:
+			v.is_text = true;
+			v.text = link_state_name(l->state);
+			break;
+		case SK_LINK_CREDITS:
+			v.num = link_credits_left(l);
+			break;
+		case SK_LINK_RTIMER:
+			v.num = ev_is_active(&l->ack_w) ? 1 : 0;
+			break;
+		case SK_LINK_INCARNATION:
+			snprintf(hex, sizeof(hex), "%016" PRIx64, l->peer_incarnation);
+			v.is_text = true;
+			v.text = hex;
+			break;
+		}
+		fn(arg, &v);
+	}
+}
+
+/* The file writer: "PREFIX.name value" per line. */
+struct file_visit {
+	FILE *f;
+	const char *prefix;	/* "daemon", "link.B", ... */
+};
+
+static void file_line(void *arg, const struct stat_value *v)
+{
+	const struct file_visit *fv = arg;
+
+	if (v->is_text)
+		fprintf(fv->f, "%s.%s %s\n", fv->prefix, v->name, v->text);
+	else
+		fprintf(fv->f, "%s.%s %" PRIu64 "\n", fv->prefix, v->name, v->num);
+}
+
+static void write_all(struct daemon *d, FILE *f)
+{
+	char prefix[CONFIG_NAME_MAX + 8];
+	struct file_visit fv = { .f = f };
+	size_t i;
+
+	fv.prefix = "daemon";
+	stats_visit_daemon(d, file_line, &fv);
+	fv.prefix = "rcache";
+	stats_visit_rcache(d, file_line, &fv);
+	fv.prefix = "xport";
+	stats_visit_xport(d, file_line, &fv);
+	fv.prefix = prefix;
 	for (i = 0; i < d->n_links; i++) {
-		const struct link *l = d->links[i];
-		const char *n = l->peer->name;
-
-		fprintf(f, "link.%s.state %s\n", n, link_state_name(l->state));
-		fprintf(f, "link.%s.connects %llu\n", n, (unsigned long long)l->connects);
-		fprintf(f, "link.%s.backlog %u\n", n, l->n_backlog);
-		fprintf(f, "link.%s.ctl_queued %u\n", n, l->n_ctl);
-		fprintf(f, "link.%s.credits %llu\n", n,
-			(unsigned long long)link_credits_left(l));
-		fprintf(f, "link.%s.backlog_naks %llu\n", n, (unsigned long long)l->backlog_naks);
-		fprintf(f, "link.%s.unacked %u\n", n, l->n_unacked);
-		fprintf(f, "link.%s.rndv_tx %u\n", n, l->n_rndv_tx);
-		fprintf(f, "link.%s.rndv_rx %u\n", n, l->n_rndv_rx);
-		fprintf(f, "link.%s.writes_pending %u\n", n, l->n_writes);
-		fprintf(f, "link.%s.frames_tx %llu\n", n, (unsigned long long)l->frames_tx);
-		fprintf(f, "link.%s.frames_rx %llu\n", n, (unsigned long long)l->frames_rx);
-		fprintf(f, "link.%s.naks_tx %llu\n", n, (unsigned long long)l->naks_tx);
-		fprintf(f, "link.%s.naks_rx %llu\n", n, (unsigned long long)l->naks_rx);
-		fprintf(f, "link.%s.post_enomem %llu\n", n, (unsigned long long)l->post_enomem);
-		fprintf(f, "link.%s.ctl_deferred %llu\n", n, (unsigned long long)l->ctl_deferred);
-		fprintf(f, "link.%s.writes_tx %llu\n", n, (unsigned long long)l->writes_tx);
-		fprintf(f, "link.%s.rndv_tx_done %llu\n", n, (unsigned long long)l->rndv_tx_done);
-		fprintf(f, "link.%s.rndv_rx_done %llu\n", n, (unsigned long long)l->rndv_rx_done);
-		fprintf(f, "link.%s.rndv_rx_failed %llu\n", n, (unsigned long long)l->rndv_rx_failed);
-		fprintf(f, "link.%s.tx_seq %llu\n", n, (unsigned long long)l->tx_seq);
-		fprintf(f, "link.%s.rx_seq %llu\n", n, (unsigned long long)l->rx_seq);
-		fprintf(f, "link.%s.acked %llu\n", n, (unsigned long long)l->ack_rx);
-		fprintf(f, "link.%s.retransmits %llu\n", n, (unsigned long long)l->retransmits);
-		fprintf(f, "link.%s.retransmit_timer %d\n", n, ev_is_active(&l->ack_w) ? 1 : 0);
-		fprintf(f, "link.%s.rx_duplicates %llu\n", n, (unsigned long long)l->rx_duplicates);
-		fprintf(f, "link.%s.ack_timeouts %llu\n", n, (unsigned long long)l->ack_timeouts);
-		fprintf(f, "link.%s.peer_timeouts %llu\n", n, (unsigned long long)l->peer_timeouts);
-		fprintf(f, "link.%s.peer_restarts %llu\n", n, (unsigned long long)l->peer_restarts);
-		fprintf(f, "link.%s.rndv_restarts %llu\n", n, (unsigned long long)l->rndv_restarts);
-		fprintf(f, "link.%s.illegal_moves %llu\n", n, (unsigned long long)l->illegal_moves);
-		fprintf(f, "link.%s.silences %llu\n", n, (unsigned long long)l->silences);
-		fprintf(f, "link.%s.incarnation %016llx\n", n, (unsigned long long)l->peer_incarnation);
+		snprintf(prefix, sizeof(prefix), "link.%s", d->links[i]->peer->name);
+		stats_visit_link(d->links[i], file_line, &fv);
 	}
 }
 

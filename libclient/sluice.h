@@ -202,7 +202,8 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  * port), -EMFILE (the daemon's max_queues reached, or this process has no
  * free fds for the queue's three: the daemon's half is then undone),
  * -EDQUOT (this context holds its quota of queues or arena bytes:
- * [limits] client_max_queues, client_max_arena_bytes), -ENOMEM, -EPROTO
+ * [limits] client_max_queues, client_max_arena_bytes), -ESHUTDOWN (the
+ * daemon is stopping: see sluiced(8), SIGTERM), -ENOMEM, -EPROTO
  * (malformed reply), -ECONNRESET (daemon went away).
  * Thread-safe with respect to other queue opens/closes on @ctx.
  */

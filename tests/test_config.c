@@ -1,7 +1,9 @@
 /*
  * test_config.c - sluiced.conf parsing: every kind of bad input gives its
  * documented return code and exact one-line message; a full valid file
- * sets every field; the host:port and byte-count parsers.
+ * sets every field; the host:port and byte-count parsers; --print-config
+ * output loads back to the same configuration; reload applies exactly the
+ * reloadable keys.
  */
 #include <check.h>
 #include <errno.h>
@@ -55,6 +57,9 @@ static bool config_eq(const struct config *a, const struct config *b)
 
 	if (strcmp(a->node_name, b->node_name) || a->node_id != b->node_id ||
 	    strcmp(a->runtime_dir, b->runtime_dir) || a->log_level != b->log_level ||
+	    strcmp(a->client_group, b->client_group) ||
+	    strcmp(a->admin_group, b->admin_group) ||
+	    a->shutdown_drain_ms != b->shutdown_drain_ms ||
 	    a->transport != b->transport || strcmp(a->device, b->device) ||
 	    a->listen_set != b->listen_set ||
 	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
@@ -132,7 +137,7 @@ static const struct bad_case bad_cases[] = {
 
 	/* Unknown keys, one per section. */
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
-	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
+	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
 	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
@@ -142,7 +147,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
 	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
-	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level)" },
+	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
 	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight)" },
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
@@ -156,7 +161,7 @@ static const struct bad_case bad_cases[] = {
 	{ "syntax error before a bad key wins", "[daemon]\njunk\ncolour = x\n", -EINVAL,
 	  ":2: syntax error" },
 	{ "bad key before a syntax error wins", "[daemon]\ncolour = x\njunk\n", -EINVAL,
-	  ":2: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level)" },
+	  ":2: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "indented line", "[daemon]\nnode = a\n  log_level = debug\n", -EINVAL,
 	  ":3: line is indented (allowed: keys and [sections] start in the first column)" },
 	{ "indented section", "[daemon]\nnode = a\n [limits]\n", -EINVAL,
@@ -1055,7 +1060,7 @@ START_TEST(crlf_and_bom)
 
 	/* Line numbers still count CRLF lines. */
 	ck_assert_int_eq(load_text("[daemon]\r\nnode = a\r\nbad = 1\r\n", &c, err, sizeof(err)), -EINVAL);
-	assert_err("crlf", err, ":3: [daemon] bad: unknown key (allowed: node, runtime_dir, log_level)");
+	assert_err("crlf", err, ":3: [daemon] bad: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)");
 }
 END_TEST
 
@@ -1241,6 +1246,213 @@ START_TEST(bytes)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* --print-config and reload                                            */
+/* ------------------------------------------------------------------ */
+
+/* config_print() of @c into a fresh temp file (conf_path), loaded back
+ * over the defaults into @back; returns the printed text (free it). */
+static char *print_and_load(const struct config *c, struct config *back)
+{
+	char err[ERRLEN], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(config_print(f, c), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	rc = load_text(text, back, err, sizeof(err));
+	ck_assert_msg(rc == 0, "printed file does not load: %s\n%s", err, text);
+	return text;
+}
+
+START_TEST(print_defaults_round_trip)
+{
+	struct config c, back;
+	char *text;
+
+	ck_assert_int_eq(config_defaults(&c), 0);
+	text = print_and_load(&c, &back);
+	ck_assert_msg(config_eq(&c, &back), "defaults differ after a round trip:\n%s", text);
+	free(text);
+}
+END_TEST
+
+/* Every field off its default, values the suffixes cannot shorten, IPv6
+ * addresses, a fault key at a number: the printed file still loads back
+ * to the same configuration. */
+START_TEST(print_full_round_trip)
+{
+	static const char conf[] =
+		"[daemon]\nnode = n-1.x\nruntime_dir = /tmp/sl-rt\nlog_level = debug\n"
+		"client_group = sluice\nadmin_group = sluice-admin\nshutdown_drain_ms = 1234\n"
+		"[transport]\nkind = auto\ndevice = rxe0\nlisten = [::1]:7401\n"
+		"eager_max = 65537\nsq_depth = 17\nmax_mr = 9\neager_credits = 3\n"
+		"socket_buffer = 3K\npeer_timeout_ms = 7\nack_timeout_ms = 8\n"
+		"redial_min_ms = 9\nredial_max_ms = 10\n"
+		"[limits]\narena_bytes = 3M\nmax_queues = 5\nunexpected_max_bytes = 1048577\n"
+		"link_backlog_max = 6\nclient_max_queues = 7\nclient_max_arena_bytes = 5G\n"
+		"client_max_inflight = 11\n"
+		"[rcache]\nchunk_bytes = 4K\nmax_regions = 0\nmax_bytes = 0\n"
+		"max_waiters = 0\nmax_wait_ms = 0\n"
+		"[fault]\npost_enomem_every = 3\nreg_fail_after = 0\ndelay_completions_us = 5\n"
+		"cut_after_frames = 4294967295\ncut_every_frames = 2\n"
+		"[peers]\nb = 10.0.0.2:7400\nc = [fe80::1]:7402\nd = host.example:1\n";
+	struct config c, back;
+	char err[ERRLEN], *text;
+
+	ck_assert_msg(load_text(conf, &c, err, sizeof(err)) == 0, "%s", err);
+	text = print_and_load(&c, &back);
+	ck_assert_msg(config_eq(&c, &back), "differs after a round trip:\n%s", text);
+	ck_assert_ptr_nonnull(strstr(text, "\nreg_fail_after = 0\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nlisten = [::1]:7401\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nc = [fe80::1]:7402\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\neager_max = 65537\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nsocket_buffer = 3K\n"));
+	free(text);
+}
+END_TEST
+
+/*
+ * Every key the parser knows is printed: the allowed keys of each section
+ * come from the parser's own "unknown key" message, so a key added to the
+ * parser and forgotten by --print-config fails here.
+ */
+START_TEST(print_lists_every_key)
+{
+	static const char *const sections[] = { "daemon", "transport", "limits", "rcache",
+						"fault" };
+	char err[ERRLEN], probe[64], want[80], *text, *list, *key, *save;
+	struct config c, back;
+	unsigned i, keys = 0;
+	int rc;
+
+	ck_assert_int_eq(config_defaults(&c), 0);
+	text = print_and_load(&c, &back);
+	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		snprintf(probe, sizeof(probe), "[%s]\nno_such_key = 1\n", sections[i]);
+		rc = load_text(probe, &back, err, sizeof(err));
+		ck_assert_int_eq(rc, -EINVAL);
+		list = strstr(err, "(allowed: ");
+		ck_assert_ptr_nonnull(list);
+		list += strlen("(allowed: ");
+		list[strcspn(list, ")")] = '\0';
+		for (key = strtok_r(list, ", ", &save); key; key = strtok_r(NULL, ", ", &save)) {
+			snprintf(want, sizeof(want), "\n%s =", key);
+			if (!strstr(text, want)) {
+				snprintf(want, sizeof(want), "\n#%s =", key);
+				ck_assert_msg(strstr(text, want), "[%s] %s not printed:\n%s",
+					      sections[i], key, text);
+			}
+			keys++;
+		}
+	}
+	ck_assert_uint_eq(keys, 35);
+	free(text);
+}
+END_TEST
+
+struct change {
+	char section[16], key[32];
+	bool applied;
+};
+
+struct changes {
+	struct change v[16];
+	unsigned n;
+};
+
+static void record_change(const char *section, const char *key, const char *old_value,
+			  const char *new_value, bool applied, void *arg)
+{
+	struct changes *ch = arg;
+
+	(void)old_value;
+	(void)new_value;
+	ck_assert_uint_lt(ch->n, 16);
+	snprintf(ch->v[ch->n].section, sizeof(ch->v[0].section), "%s", section);
+	snprintf(ch->v[ch->n].key, sizeof(ch->v[0].key), "%s", key);
+	ch->v[ch->n].applied = applied;
+	ch->n++;
+}
+
+static const struct change *find_change(const struct changes *ch, const char *key)
+{
+	unsigned i;
+
+	for (i = 0; i < ch->n; i++)
+		if (strcmp(ch->v[i].key, key) == 0)
+			return &ch->v[i];
+	return NULL;
+}
+
+/* Reloadable keys are applied; the others, and [peers], keep the running
+ * value and are reported as needing a restart. */
+START_TEST(reload_merge)
+{
+	static const char running[] = "[transport]\nlisten = 127.0.0.1:7400\n"
+				      "[peers]\nb = 10.0.0.2:7400\nc = 10.0.0.3:7400\n";
+	static const char file[] =
+		"[daemon]\nlog_level = debug\nadmin_group = ops\nshutdown_drain_ms = 10\n"
+		"client_group = other\n"
+		"[transport]\nlisten = 127.0.0.1:7400\neager_max = 32K\npeer_timeout_ms = 99\n"
+		"ack_timeout_ms = 98\nredial_min_ms = 1\nredial_max_ms = 97\n"
+		"[limits]\nlink_backlog_max = 96\nunexpected_max_bytes = 1M\n"
+		"client_max_inflight = 95\nmax_queues = 7\n"
+		"[peers]\nb = 10.0.0.2:7401\nd = 10.0.0.4:7400\n";
+	static const char *const applied_keys[] = { "log_level", "admin_group",
+		"shutdown_drain_ms", "peer_timeout_ms", "ack_timeout_ms", "redial_min_ms",
+		"redial_max_ms", "link_backlog_max", "unexpected_max_bytes",
+		"client_max_inflight" };
+	static const char *const restart_keys[] = { "client_group", "eager_max", "max_queues",
+						    "b", "c", "d" };
+	struct config cur, next, before;
+	struct changes ch = { .n = 0 };
+	char err[ERRLEN];
+	const struct change *x;
+	unsigned i;
+
+	ck_assert_msg(load_text(running, &cur, err, sizeof(err)) == 0, "%s", err);
+	before = cur;
+	ck_assert_msg(load_text(file, &next, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 10);
+	ck_assert_uint_eq(ch.n, 16);
+	for (i = 0; i < sizeof(applied_keys) / sizeof(applied_keys[0]); i++) {
+		x = find_change(&ch, applied_keys[i]);
+		ck_assert_msg(x && x->applied, "%s not applied", applied_keys[i]);
+	}
+	for (i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]); i++) {
+		x = find_change(&ch, restart_keys[i]);
+		ck_assert_msg(x && !x->applied, "%s not reported as needing a restart",
+			      restart_keys[i]);
+	}
+	ck_assert_str_eq(find_change(&ch, "d")->section, "peers");
+	ck_assert_int_eq(cur.log_level, LOG_LVL_DEBUG);
+	ck_assert_str_eq(cur.admin_group, "ops");
+	ck_assert_uint_eq(cur.shutdown_drain_ms, 10);
+	ck_assert_uint_eq(cur.peer_timeout_ms, 99);
+	ck_assert_uint_eq(cur.ack_timeout_ms, 98);
+	ck_assert_uint_eq(cur.redial_min_ms, 1);
+	ck_assert_uint_eq(cur.redial_max_ms, 97);
+	ck_assert_uint_eq(cur.link_backlog_max, 96);
+	ck_assert_uint_eq(cur.unexpected_max_bytes, 1024 * 1024);
+	ck_assert_uint_eq(cur.client_max_inflight, 95);
+	/* What needs a restart kept the running value. */
+	ck_assert_str_eq(cur.client_group, before.client_group);
+	ck_assert_uint_eq(cur.eager_max, before.eager_max);
+	ck_assert_uint_eq(cur.max_queues, before.max_queues);
+	ck_assert_uint_eq(cur.n_peers, 2);
+	ck_assert_str_eq(cur.peers[0].name, "b");
+	ck_assert_uint_eq(cur.peers[0].port, 7400);
+	ck_assert_str_eq(cur.peers[1].name, "c");
+	/* The same file again: nothing differs any more but the restart keys. */
+	ch.n = 0;
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 0);
+	ck_assert_uint_eq(ch.n, 6);
+}
+END_TEST
+
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *config_suite(void)
@@ -1270,6 +1482,13 @@ static Suite *config_suite(void)
 	tc = tcase_create("faults");
 	tcase_add_test(tc, faults_off);
 	tcase_add_loop_test(tc, fault_key_turns_faults_on, 0, N_OF(fault_cases));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("print and reload");
+	tcase_add_test(tc, print_defaults_round_trip);
+	tcase_add_test(tc, print_full_round_trip);
+	tcase_add_test(tc, print_lists_every_key);
+	tcase_add_test(tc, reload_merge);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parsers");

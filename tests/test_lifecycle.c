@@ -71,7 +71,8 @@ START_TEST(daemon_gone_is_reported)
 END_TEST
 
 /*
- * SIGTERM with work pending: every accepted descriptor gets exactly one
+ * SIGTERM with work pending and no drain (shutdown_drain_ms 0; the drain
+ * is test_service's): every accepted descriptor gets exactly one
  * SL_ERR_CANCELED completion (receives posted; sends queued for a peer
  * that never came up).
  */
@@ -87,7 +88,8 @@ START_TEST(sigterm_cancels_pending)
 	int rc;
 
 	ghost.tcp_port = h_free_port();	/* nothing listens there */
-	h_daemon_start(&a, "stopper", h_free_port(), &ghost, 1);
+	h_daemon_start_conf(&a, "stopper", h_free_port(), &ghost, 1,
+			    "[daemon]\nshutdown_drain_ms = 0\n");
 	H_EQ(sl_open(a.sock, &ctx), 0);
 	H_EQ(sl_queue_open(ctx, 200, 16, &q), 0);
 	/* Opened after q, so torn down after it: a local rendezvous send of

@@ -476,6 +476,43 @@ static void collect_failures(struct sl_queue *q, uint32_t n, int status, int64_t
 }
 
 /*
+ * After @b's restart: the link from A is up, and a send from @q (A's) to
+ * @b1 arrives, once, in a receive posted by a new client of @b.  @buf
+ * (8 bytes in @q's arena) carries it; @ctx names the send.
+ */
+static void expect_restarted_peer_receives(const struct h_daemon *a, const struct h_daemon *b,
+					   struct sl_queue *q, sl_addr_t b1, uint8_t *buf,
+					   uint64_t ctx)
+{
+	struct sl_ctx *bctx;
+	struct sl_queue *bq;
+	struct sl_cqe cqe;
+	char state[16];
+	uint8_t *rb;
+
+	h_wait_link(a, b);
+	H_EQ(sl_open(b->sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, b1.port, 8, &bq), 0);
+	rb = sl_alloc(bq, 64);
+	H_ASSERT(rb, "sl_alloc");
+	H_EQ(sl_recv(bq, SL_ANY_SOURCE, 5, ~0ull, rb, 64, 1), 0);
+	memcpy(buf, "after it", 8);
+	H_EQ(sl_send(q, b1, 5, buf, 8, ctx), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+	H_ASSERT(cqe.user_ctx == ctx && cqe.status == SL_OK, "ctx %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.len == 8 && memcmp(rb, "after it", 8) == 0,
+		 "new B1 received %s, %llu B", sl_strerror(cqe.status),
+		 (unsigned long long)cqe.len);
+	H_ASSERT(h_wait_cqe(bq, &cqe, 200) == 0, "new B1 got more: ctx %llu %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	h_daemon_stat_str(a, "link.B.state", state, sizeof(state));
+	H_ASSERT(strcmp(state, "up") == 0, "link A->B %s", state);
+	sl_close(bctx);
+}
+
+/*
  * A peer that stops on purpose says so: A (the default peer_timeout_ms of
  * 30 s) has 100 eager sends delivered to B1, then 8 rendezvous sends that
  * wait for B1 to post receives and a receive naming B1.  B is stopped
@@ -500,7 +537,6 @@ START_TEST(peer_stops_bye)
 	uint8_t *ebuf, *rbuf, *rb;
 	int64_t t0, first, last, fast;
 	uint32_t i;
-	char state[16];
 
 	h_cluster_start_confs(nodes, names, 2, confs);
 	b1 = (sl_addr_t){ nodes[1].node, PT_PORT };
@@ -540,32 +576,16 @@ START_TEST(peer_stops_bye)
 	fast = h_now_ms() - fast;
 	H_ASSERT(fast < 100, "a new send failed after %lld ms", (long long)fast);
 	H_EQ(h_daemon_stat(&nodes[0], "link.B.peer_timeouts"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.byes_rx"), 1);
 	H_EQ(h_daemon_stat(&nodes[0], "link.B.rndv_tx"), 0);
 	sl_close(bctx);
 
 	h_daemon_restart(&nodes[1], nodes, 1, NULL);
-	h_wait_link(&nodes[0], &nodes[1]);
-	H_EQ(sl_open(nodes[1].sock, &bctx), 0);
-	H_EQ(sl_queue_open(bctx, PT_PORT, 8, &bq), 0);
-	rb = sl_alloc(bq, 64);
-	H_ASSERT(rb, "sl_alloc");
-	H_EQ(sl_recv(bq, SL_ANY_SOURCE, 5, ~0ull, rb, 64, 1), 0);
-	memcpy(ebuf, "after it", 8);
-	H_EQ(sl_send(q, b1, 5, ebuf, 8, 3000000), 0);
-	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
-	H_ASSERT(cqe.user_ctx == 3000000 && cqe.status == SL_OK, "ctx %llu: %s",
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
-	H_ASSERT(cqe.status == SL_OK && cqe.len == 8 && memcmp(rb, "after it", 8) == 0,
-		 "new B1 received %s, %llu B", sl_strerror(cqe.status),
-		 (unsigned long long)cqe.len);
-	h_daemon_stat_str(&nodes[0], "link.B.state", state, sizeof(state));
-	H_ASSERT(strcmp(state, "up") == 0, "link A->B %s", state);
+	expect_restarted_peer_receives(&nodes[0], &nodes[1], q, b1, ebuf, 3000000);
 	printf("peer_stops_bye: %u operations waiting on B failed SL_ERR_PEER_DOWN, each once, "
 	       "%lld to %lld ms after B's SIGTERM (peer_timeout_ms 30000); a new send failed "
 	       "within %lld ms; B restarted, link up\n", BYE_RNDV + 1, (long long)first,
 	       (long long)last, (long long)fast);
-	sl_close(bctx);
 	sl_close(ctx);
 	h_cluster_stop(nodes, 2);
 }
@@ -589,8 +609,8 @@ START_TEST(peer_timeout_kill)
 				 "[transport]\neager_credits = 8\n", NULL };
 	struct h_daemon nodes[3];
 	struct pp_shared *pp;
-	struct sl_ctx *ctx, *bctx;
-	struct sl_queue *q, *bq;
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
 	struct sl_cqe cqe;
 	sl_addr_t b1;
 	uint8_t *ebuf, *rbuf, *rb, *lbuf;
@@ -599,7 +619,6 @@ START_TEST(peer_timeout_kill)
 	int64_t t0, first, last, fast;
 	uint64_t rt_before;
 	uint32_t i;
-	char state[16];
 
 	h_cluster_start_confs(nodes, names, 3, confs);
 	b1 = (sl_addr_t){ nodes[1].node, PT_PORT };
@@ -675,25 +694,7 @@ START_TEST(peer_timeout_kill)
 		 (unsigned long long)(atomic_load(&pp->round_trips) - rt_before));
 	h_daemon_restart(&nodes[1], (const struct h_daemon[]){ nodes[0], nodes[2] }, 2,
 			 confs[1]);
-	h_wait_link(&nodes[0], &nodes[1]);
-	H_EQ(sl_open(nodes[1].sock, &bctx), 0);
-	H_EQ(sl_queue_open(bctx, PT_PORT, 8, &bq), 0);
-	rb = sl_alloc(bq, 64);
-	H_ASSERT(rb, "sl_alloc");
-	H_EQ(sl_recv(bq, SL_ANY_SOURCE, 5, ~0ull, rb, 64, 1), 0);
-	memcpy(lbuf, "after it", 8);
-	H_EQ(sl_send(q, b1, 5, lbuf, 8, 4000000), 0);
-	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
-	H_ASSERT(cqe.user_ctx == 4000000 && cqe.status == SL_OK, "ctx %llu: %s",
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
-	H_ASSERT(cqe.status == SL_OK && cqe.len == 8 && memcmp(rb, "after it", 8) == 0,
-		 "new B1 received %s, %llu B", sl_strerror(cqe.status),
-		 (unsigned long long)cqe.len);
-	H_ASSERT(h_wait_cqe(bq, &cqe, 200) == 0, "new B1 got more: ctx %llu %s",
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
-	h_daemon_stat_str(&nodes[0], "link.B.state", state, sizeof(state));
-	H_ASSERT(strcmp(state, "up") == 0, "link A->B %s", state);
+	expect_restarted_peer_receives(&nodes[0], &nodes[1], q, b1, lbuf, 4000000);
 
 	atomic_store(&pp->stop, 1);
 	h_wait_children(pids, 2, 20000, st);
@@ -708,7 +709,6 @@ START_TEST(peer_timeout_kill)
 	H_ASSERT(atomic_load(&pp->worst_us) / 1000 < PT_PP_WORST_MS,
 		 "A2<->C1 slowest round trip %llu ms",
 		 (unsigned long long)atomic_load(&pp->worst_us) / 1000);
-	sl_close(bctx);
 	sl_close(ctx);
 	shared_free(pp, sizeof(*pp));
 	h_cluster_stop(nodes, 3);

@@ -1,0 +1,290 @@
+/*
+ * service.c - systemd notification, SIGHUP reload and the SIGTERM drain;
+ * see service.h.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <systemd/sd-daemon.h>
+
+#include "admin.h"
+#include "daemon.h"
+#include "link.h"
+#include "log.h"
+#include "queue.h"
+#include "service.h"
+#include "session.h"
+
+#define STATUS_PERIOD_S 1.0	/* STATUS= at most this often */
+#define DRAIN_CHECK_S 0.01	/* how often the drain looks at what is left */
+
+static void notify(struct daemon *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* sd_notify() a message built from @fmt; nothing at all without
+ * NOTIFY_SOCKET.  A failure is logged once: systemd may have gone. */
+static void notify(struct daemon *d, const char *fmt, ...)
+{
+	static bool warned;
+	char buf[256];
+	va_list ap;
+	int rc;
+
+	if (!d->svc.notify)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	rc = sd_notify(0, buf);
+	if (rc < 0 && !warned) {
+		warned = true;
+		log_warn("sd_notify: %s", strerror(-rc));
+	}
+}
+
+uint64_t service_in_flight(const struct daemon *d)
+{
+	const struct queue *q;
+	uint64_t n = 0;
+
+	/* A posted receive is in flight too, but only a message ends it. */
+	TAILQ_FOREACH(q, &d->queues, all)
+		n += q->in_flight - q->mq.n_posted;
+	return n;
+}
+
+static void status_text(const struct daemon *d, char *buf, size_t n)
+{
+	unsigned clients = session_count(d), up = link_count_up(d);
+
+	if (d->draining)
+		snprintf(buf, n, "stopping: %llu operations in flight, %u clients, %u queues, "
+			 "links up %u/%zu", (unsigned long long)service_in_flight(d), clients,
+			 d->n_queues, up, d->n_links);
+	else
+		snprintf(buf, n, "%u clients, %u queues, links up %u/%zu", clients,
+			 d->n_queues, up, d->n_links);
+}
+
+/* Send STATUS= if it changed since the last one. */
+static void status_refresh(struct daemon *d)
+{
+	char buf[sizeof(d->svc.status)];
+
+	if (!d->svc.notify)
+		return;
+	status_text(d, buf, sizeof(buf));
+	if (strcmp(buf, d->svc.status) == 0)
+		return;
+	memcpy(d->svc.status, buf, sizeof(buf));
+	notify(d, "STATUS=%s", buf);
+}
+
+static void status_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	status_refresh(w->data);
+}
+
+/* Runs only while the loop does: a wedged loop stops the pings and
+ * systemd kills the daemon. */
+static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	notify(w->data, "WATCHDOG=1");
+}
+
+static void drain_end(struct daemon *d)
+{
+	ev_timer_stop(d->loop, &d->svc.drain_w);
+	ev_break(d->loop, EVBREAK_ALL);
+}
+
+static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct daemon *d = w->data;
+	uint64_t left = service_in_flight(d);
+	ev_tstamp now = ev_now(loop);
+
+	(void)revents;
+	if (left == 0) {
+		log_info("drained in %.0f ms", (now - d->svc.drain_started) * 1e3);
+		drain_end(d);
+	} else if (now >= d->svc.drain_deadline) {
+		log_info("drain: %llu operations still in flight after %u ms: canceling them",
+			 (unsigned long long)left, (unsigned)d->cfg.shutdown_drain_ms);
+		drain_end(d);
+	} else {
+		status_refresh(d);
+	}
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct daemon *d = w->data;
+	uint64_t left;
+
+	(void)revents;
+	if (d->draining) {
+		log_info("signal %d during the drain: stopping now", w->signum);
+		drain_end(d);
+		return;
+	}
+	d->draining = true;
+	notify(d, "STOPPING=1");
+	/* No new clients; new descriptors complete SL_ERR_CANCELED. */
+	session_close_listener(d);
+	left = service_in_flight(d);
+	if (left == 0 || d->cfg.shutdown_drain_ms == 0) {
+		log_info("signal %d: shutting down", w->signum);
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	log_info("signal %d: shutting down: %llu operations in flight, waiting up to %u ms",
+		 w->signum, (unsigned long long)left, (unsigned)d->cfg.shutdown_drain_ms);
+	d->svc.drain_started = ev_now(loop);
+	d->svc.drain_deadline = d->svc.drain_started + d->cfg.shutdown_drain_ms / 1e3;
+	ev_timer_init(&d->svc.drain_w, drain_cb, DRAIN_CHECK_S, DRAIN_CHECK_S);
+	d->svc.drain_w.data = d;
+	ev_timer_start(loop, &d->svc.drain_w);
+	status_refresh(d);
+}
+
+static void change_cb(const char *section, const char *key, const char *old_value,
+		      const char *new_value, bool applied, void *arg)
+{
+	unsigned *restart = arg;
+
+	if (applied) {
+		log_info("reload: [%s] %s: %s -> %s", section, key, old_value, new_value);
+		return;
+	}
+	(*restart)++;
+	log_warn("reload: [%s] %s changed: needs a restart (running with %s, the file has %s)",
+		 section, key, old_value, new_value);
+}
+
+/* Monotonic clock in microseconds, for RELOADING=1's MONOTONIC_USEC. */
+static unsigned long long monotonic_usec(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return 0;
+	return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
+}
+
+int service_reload(struct daemon *d)
+{
+	struct config *next;
+	unsigned restart = 0;
+	char err[512];
+	int rc, applied;
+
+	if (!d->config_path) {
+		log_info("reload: no configuration file (-c): nothing to read");
+		return 0;
+	}
+	next = malloc(sizeof(*next));
+	if (!next) {
+		log_err("reload: out of memory; the running configuration stays");
+		return -ENOMEM;
+	}
+	notify(d, "RELOADING=1\nMONOTONIC_USEC=%llu", monotonic_usec());
+	rc = config_defaults(next);
+	if (rc) {
+		log_err("reload: defaults: %s; the running configuration stays", strerror(-rc));
+		goto out;
+	}
+	rc = config_load(next, d->config_path, err, sizeof(err));
+	if (rc) {
+		log_err("reload: %s; the running configuration stays", err);
+		goto out;
+	}
+	if (d->svc.apply_options) {
+		rc = d->svc.apply_options(d, next);
+		if (rc) {
+			log_err("reload: the command-line options do not apply over %s; the "
+				"running configuration stays", d->config_path);
+			goto out;
+		}
+	}
+	applied = config_reload_merge(&d->cfg, next, change_cb, &restart);
+	log_set_level((enum log_level)d->cfg.log_level);
+	/* Access checks read admin_group each time; the socket's group too. */
+	admin_apply_config(d);
+	log_info("reload: %s: %d changes applied, %u need a restart", d->config_path,
+		 applied, restart);
+out:
+	free(next);
+	notify(d, "READY=1");
+	status_refresh(d);
+	return rc;
+}
+
+static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	(void)service_reload(w->data);
+}
+
+int service_init(struct daemon *d, service_apply_fn *apply)
+{
+	struct service *s = &d->svc;
+	uint64_t usec = 0;
+	int rc;
+
+	s->apply_options = apply;
+	ev_signal_init(&d->sigterm_w, stop_cb, SIGTERM);
+	ev_signal_init(&d->sigint_w, stop_cb, SIGINT);
+	ev_signal_init(&d->sighup_w, hup_cb, SIGHUP);
+	d->sigterm_w.data = d->sigint_w.data = d->sighup_w.data = d;
+	ev_signal_start(d->loop, &d->sigterm_w);
+	ev_signal_start(d->loop, &d->sigint_w);
+	ev_signal_start(d->loop, &d->sighup_w);
+
+	s->notify = getenv("NOTIFY_SOCKET") != NULL;
+	if (!s->notify)
+		return 0;
+	ev_timer_init(&s->status_w, status_cb, STATUS_PERIOD_S, STATUS_PERIOD_S);
+	s->status_w.data = d;
+	rc = sd_watchdog_enabled(0, &usec);
+	if (rc < 0) {
+		log_err("watchdog: WATCHDOG_USEC: %s", strerror(-rc));
+		return rc;
+	}
+	if (rc > 0 && usec > 0) {
+		ev_timer_init(&s->watchdog_w, watchdog_cb, usec / 2e6, usec / 2e6);
+		s->watchdog_w.data = d;
+		ev_timer_start(d->loop, &s->watchdog_w);
+		log_info("watchdog: pinging systemd every %.0f ms", usec / 2e3);
+	}
+	return 0;
+}
+
+void service_ready(struct daemon *d)
+{
+	if (!d->svc.notify)
+		return;
+	status_text(d, d->svc.status, sizeof(d->svc.status));
+	notify(d, "READY=1\nSTATUS=%s", d->svc.status);
+	ev_timer_start(d->loop, &d->svc.status_w);
+}
+
+void service_stop(struct daemon *d)
+{
+	ev_timer_stop(d->loop, &d->svc.drain_w);
+	if (!d->svc.notify)
+		return;
+	ev_timer_stop(d->loop, &d->svc.status_w);
+	ev_timer_stop(d->loop, &d->svc.watchdog_w);
+}

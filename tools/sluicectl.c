@@ -1,0 +1,780 @@
+/*
+ * sluicectl - ask a running sluiced what it is doing, through its admin
+ * socket (daemon/admin.h: one request line, one JSON reply line).
+ *
+ *   sluicectl [-s|--socket PATH] [-r|--runtime-dir DIR] [-j|--json]
+ *             [-w|--watch SECONDS] [-h|--help] [-V|--version] COMMAND
+ *
+ * Exit status: 0 success; 1 sluiced is not running (no socket, or the
+ * connection refused); 2 usage error; 3 permission denied; 4 any other
+ * error (no or bad reply, an error reply from the daemon).
+ */
+#define _GNU_SOURCE
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "common.h"
+
+#define ADMIN_SOCKET_NAME "sluiced-admin.sock"
+#define DEFAULT_RUNTIME_DIR "/run/sluice"
+#define REQUEST_MAX 64			/* bytes, "\n" included (admin.h) */
+#define REPLY_MAX (64u << 20)		/* bytes: larger is a bad reply */
+#define REPLY_TIMEOUT_MS 10000		/* the daemon answers at once */
+#define WATCH_MAX_S 86400.0
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_NOT_RUNNING = 1,
+	EXIT_USAGE = 2,
+	EXIT_DENIED = 3,
+	EXIT_ERROR = 4,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sluicectl [OPTION]... COMMAND\n"
+		"Show what the running sluiced is doing, from its admin socket.\n\n"
+		"Commands:\n"
+		"  status     node, transport, uptime, how many clients, queues, links\n"
+		"  clients    connected client processes and their queues\n"
+		"  queues     every queue: ring occupancy, in flight, receives, unexpected\n"
+		"  links      every peer link: state, sequence numbers, credits, backlog\n"
+		"  rcache     registration cache counters\n"
+		"  counters   daemon counters, completions by status, transport counters\n\n"
+		"Options:\n"
+		"  -s, --socket PATH       admin socket (default: $SLUICE_RUNTIME_DIR/%s,\n"
+		"                          else %s/%s)\n"
+		"  -r, --runtime-dir DIR   the daemon's runtime directory: DIR/%s\n"
+		"  -j, --json              print the daemon's JSON reply (pretty)\n"
+		"  -w, --watch SECONDS     repeat every SECONDS until interrupted\n"
+		"  -h, --help              show this help\n"
+		"  -V, --version           show the version\n\n"
+		"Exit status: 0 success, 1 sluiced not running, 2 usage error,\n"
+		"3 permission denied, 4 other error.\n",
+		ADMIN_SOCKET_NAME, DEFAULT_RUNTIME_DIR, ADMIN_SOCKET_NAME, ADMIN_SOCKET_NAME);
+}
+
+/* ------------------------------------------------------------------ */
+/* Talking to the daemon                                                */
+/* ------------------------------------------------------------------ */
+
+static int denied(const char *path)
+{
+	fprintf(stderr, "sluicectl: permission denied: %s: root or a member of the admin "
+		"group may use it (sluiced.conf(5), admin_group)\n", path);
+	return EXIT_DENIED;
+}
+
+/* Read the reply line into *@buf_p (malloc'd, NUL-terminated).  Returns
+ * EXIT_OK or EXIT_ERROR (said why). */
+static int read_reply(int fd, const char *path, char **buf_p)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap), *nb;
+	int64_t left = REPLY_TIMEOUT_MS;
+	struct timespec t0, t1;
+
+	if (!buf) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_ERROR;
+	}
+	if (clock_gettime(CLOCK_MONOTONIC, &t0) < 0) {
+		fprintf(stderr, "sluicectl: clock_gettime: %s\n", strerror(errno));
+		free(buf);
+		return EXIT_ERROR;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int rc;
+
+		if (len + 1 >= cap) {
+			if (cap >= REPLY_MAX) {
+				fprintf(stderr, "sluicectl: %s: reply larger than %u bytes\n", path,
+					REPLY_MAX);
+				goto err;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				fprintf(stderr, "sluicectl: out of memory\n");
+				goto err;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		rc = poll(&p, 1, (int)left);
+		if (rc < 0 && errno != EINTR) {
+			fprintf(stderr, "sluicectl: poll: %s\n", strerror(errno));
+			goto err;
+		}
+		if (clock_gettime(CLOCK_MONOTONIC, &t1) < 0) {
+			fprintf(stderr, "sluicectl: clock_gettime: %s\n", strerror(errno));
+			goto err;
+		}
+		left = REPLY_TIMEOUT_MS - ((int64_t)(t1.tv_sec - t0.tv_sec) * 1000 +
+					   (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (rc == 0 || left <= 0) {
+			fprintf(stderr, "sluicectl: %s: no reply within %d s\n", path,
+				REPLY_TIMEOUT_MS / 1000);
+			goto err;
+		}
+		if (rc < 0)
+			continue;
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			/* A reset after the whole line is still the whole line. */
+			if (errno == ECONNRESET && len && buf[len - 1] == '\n')
+				break;
+			fprintf(stderr, "sluicectl: %s: read: %s\n", path, strerror(errno));
+			goto err;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (buf[len - 1] == '\n')
+			break;
+	}
+	buf[len] = '\0';
+	if (len == 0 || buf[len - 1] != '\n') {
+		fprintf(stderr, "sluicectl: %s: %s\n", path,
+			len ? "reply cut short" : "the daemon closed without a reply");
+		goto err;
+	}
+	*buf_p = buf;
+	return EXIT_OK;
+err:
+	free(buf);
+	return EXIT_ERROR;
+}
+
+/*
+ * Send @cmd to the admin socket at @path and parse the reply into
+ * *@reply_p (an object without "error").  Returns an enum exit_code, with
+ * the message printed.
+ */
+static int query(const char *path, const char *cmd, struct json_object **reply_p)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char req[REQUEST_MAX + 1];
+	struct json_tokener *tok;
+	struct json_object *o, *err;
+	char *buf = NULL;
+	size_t reqlen;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "sluicectl: %s: path too long for a UNIX socket\n", path);
+		return EXIT_USAGE;
+	}
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, "sluicectl: socket: %s\n", strerror(errno));
+		return EXIT_ERROR;
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR) {
+			fprintf(stderr, "sluicectl: sluiced is not running (no socket at %s)\n",
+				path);
+			return EXIT_NOT_RUNNING;
+		}
+		if (e == EACCES || e == EPERM)
+			return denied(path);
+		fprintf(stderr, "sluicectl: %s: %s\n", path, strerror(e));
+		return EXIT_ERROR;
+	}
+	reqlen = (size_t)snprintf(req, sizeof(req), "%s\n", cmd);
+	/* A daemon that refuses at once may have closed already: its reply
+	 * is still there to read, so a failed send is not the end. */
+	if (send(fd, req, reqlen, MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+	    errno != ECONNRESET) {
+		fprintf(stderr, "sluicectl: %s: send: %s\n", path, strerror(errno));
+		close(fd);
+		return EXIT_ERROR;
+	}
+	rc = read_reply(fd, path, &buf);
+	if (close(fd) < 0 && rc == EXIT_OK)
+		fprintf(stderr, "sluicectl: %s: close: %s\n", path, strerror(errno));
+	if (rc != EXIT_OK)
+		return rc;
+	tok = json_tokener_new();
+	if (!tok) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		free(buf);
+		return EXIT_ERROR;
+	}
+	o = json_tokener_parse_ex(tok, buf, (int)strlen(buf));
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "sluicectl: %s: bad reply (%s)\n", path,
+			o ? "not a JSON object"
+			  : json_tokener_error_desc(json_tokener_get_error(tok)));
+		json_object_put(o);
+		json_tokener_free(tok);
+		free(buf);
+		return EXIT_ERROR;
+	}
+	json_tokener_free(tok);
+	free(buf);
+	if (json_object_object_get_ex(o, "error", &err)) {
+		const char *msg = json_object_get_string(err);
+
+		if (msg && !strcmp(msg, "permission denied"))
+			rc = denied(path);
+		else {
+			fprintf(stderr, "sluicectl: sluiced: %s\n", msg ? msg : "error");
+			rc = EXIT_ERROR;
+		}
+		json_object_put(o);
+		return rc;
+	}
+	*reply_p = o;
+	return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tables                                                               */
+/* ------------------------------------------------------------------ */
+
+#define TABLE_COLS_MAX 16
+#define CELL_MAX 128
+
+struct table {
+	unsigned ncols;
+	const char *head[TABLE_COLS_MAX];
+	bool right[TABLE_COLS_MAX];	/* numbers: right-aligned */
+	size_t width[TABLE_COLS_MAX];
+	char (*cells)[TABLE_COLS_MAX][CELL_MAX];
+	size_t nrows, cap;
+	bool oom;
+};
+
+static void table_init(struct table *t, const char *const *head, const bool *right,
+		       unsigned ncols)
+{
+	unsigned i;
+
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	for (i = 0; i < ncols; i++) {
+		t->head[i] = head[i];
+		t->right[i] = right[i];
+		t->width[i] = strlen(head[i]);
+	}
+}
+
+/* A new row, its cells empty; NULL when out of memory (then printed
+ * as far as it got, with a note). */
+static char (*table_row(struct table *t))[CELL_MAX]
+{
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		void *p = realloc(t->cells, cap * sizeof(*t->cells));
+
+		if (!p) {
+			t->oom = true;
+			return NULL;
+		}
+		t->cells = p;
+		t->cap = cap;
+	}
+	memset(t->cells[t->nrows], 0, sizeof(*t->cells));
+	return t->cells[t->nrows++];
+}
+
+static void table_print(struct table *t)
+{
+	size_t r;
+	unsigned i;
+
+	for (r = 0; r < t->nrows; r++)
+		for (i = 0; i < t->ncols; i++)
+			if (strlen(t->cells[r][i]) > t->width[i])
+				t->width[i] = strlen(t->cells[r][i]);
+	for (r = 0; r <= t->nrows; r++) {
+		for (i = 0; i < t->ncols; i++) {
+			/* The last column, left-aligned, is not padded. */
+			int w = t->right[i] ? (int)t->width[i]
+					    : (i + 1 == t->ncols ? 0 : -(int)t->width[i]);
+
+			printf("%s%*s", i ? "  " : "", w, r ? t->cells[r - 1][i] : t->head[i]);
+		}
+		printf("\n");
+	}
+	if (t->oom)
+		printf("(out of memory: rows missing)\n");
+	free(t->cells);
+	t->cells = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading the reply                                                    */
+/* ------------------------------------------------------------------ */
+
+static struct json_object *field(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+/* The text of field @key: numbers in decimal, null and missing as "-". */
+static void cell(char *buf, struct json_object *o, const char *key)
+{
+	struct json_object *v = field(o, key);
+
+	if (!v)
+		snprintf(buf, CELL_MAX, "-");
+	else if (json_object_is_type(v, json_type_int))
+		snprintf(buf, CELL_MAX, "%" PRIu64, json_object_get_uint64(v));
+	else
+		snprintf(buf, CELL_MAX, "%s", json_object_get_string(v));
+}
+
+static uint64_t num(struct json_object *o, const char *key)
+{
+	struct json_object *v = field(o, key);
+
+	return v ? json_object_get_uint64(v) : 0;
+}
+
+/* Bytes for people: "512 B", "1.5 KiB", "64.0 MiB". */
+static void fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	unsigned u = 0;
+
+	if (b < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", b);
+		return;
+	}
+	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+static void fmt_duration(char *buf, size_t len, double s)
+{
+	uint64_t t = s > 0 ? (uint64_t)s : 0;
+	uint64_t d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60, sec = t % 60;
+
+	if (d)
+		snprintf(buf, len, "%" PRIu64 "d %02" PRIu64 "h %02" PRIu64 "m", d, h, m);
+	else if (h)
+		snprintf(buf, len, "%" PRIu64 "h %02" PRIu64 "m %02" PRIu64 "s", h, m, sec);
+	else if (m)
+		snprintf(buf, len, "%" PRIu64 "m %02" PRIu64 "s", m, sec);
+	else
+		snprintf(buf, len, "%.1f s", s);
+}
+
+/* "key  value" lines for every field of @o in its order, the values
+ * aligned, numbers right-aligned. */
+static void print_pairs(struct json_object *o, const char *indent)
+{
+	size_t w = 0, vw = 0;
+	char v[CELL_MAX];
+
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		if (strlen(key) > w)
+			w = strlen(key);
+		cell(v, o, key);
+		if (strlen(v) > vw)
+			vw = strlen(v);
+	}
+	json_object_object_foreach(o, key2, val2) {
+		bool is_num = json_object_is_type(val2, json_type_int);
+
+		cell(v, o, key2);
+		printf("%s%-*s  %*s\n", indent, (int)w, key2, is_num ? (int)vw : 0, v);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Human views                                                          */
+/* ------------------------------------------------------------------ */
+
+static void show_status(struct json_object *o)
+{
+	char a[CELL_MAX], b[CELL_MAX];
+
+	cell(a, o, "node");
+	cell(b, o, "node_id");
+	printf("node         %s (%s)\n", a, b);
+	cell(a, o, "incarnation");
+	printf("incarnation  %s\n", a);
+	cell(a, o, "version");
+	printf("version      %s\n", a);
+	cell(a, o, "pid");
+	printf("pid          %s\n", a);
+	fmt_duration(a, sizeof(a), json_object_get_double(field(o, "uptime_s")));
+	printf("uptime       %s\n", a);
+	cell(a, o, "transport");
+	cell(b, o, "listen");
+	printf("transport    %s%s%s\n", a, strcmp(b, "-") ? ", listening on " : " (single node)",
+	       strcmp(b, "-") ? b : "");
+	printf("clients      %" PRIu64 "\n", num(o, "clients"));
+	printf("queues       %" PRIu64 "\n", num(o, "queues"));
+	printf("links        %" PRIu64 " (%" PRIu64 " up)\n", num(o, "links"),
+	       num(o, "links_up"));
+	cell(a, o, "log_level");
+	printf("log level    %s\n", a);
+}
+
+static void show_clients(struct json_object *o)
+{
+	static const char *const head[] = { "PID", "UID", "GID", "IN_FLIGHT", "QUEUES" };
+	static const bool right[] = { true, true, true, true, false };
+	struct json_object *arr = field(o, "clients");
+	struct table t;
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+
+	if (n == 0) {
+		printf("no clients connected\n");
+		return;
+	}
+	table_init(&t, head, right, 5);
+	for (i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i);
+		struct json_object *qs = field(c, "queues");
+		char (*row)[CELL_MAX] = table_row(&t);
+		size_t j, m = qs ? json_object_array_length(qs) : 0, off = 0;
+
+		if (!row)
+			break;
+		cell(row[0], c, "pid");
+		cell(row[1], c, "uid");
+		cell(row[2], c, "gid");
+		cell(row[3], c, "in_flight");
+		for (j = 0; j < m && off + 1 < CELL_MAX; j++) {
+			int k = snprintf(row[4] + off, CELL_MAX - off, "%s%" PRIu64, j ? "," : "",
+					 json_object_get_uint64(json_object_array_get_idx(qs, j)));
+
+			if (k < 0 || (size_t)k >= CELL_MAX - off)
+				break;
+			off += (size_t)k;
+		}
+		if (m == 0)
+			snprintf(row[4], CELL_MAX, "-");
+	}
+	table_print(&t);
+}
+
+static void show_queues(struct json_object *o)
+{
+	static const char *const head[] = { "ID", "PORT", "PID", "SQ", "CQ", "IN_FLIGHT",
+					    "POSTED", "UNEXPECTED", "UNEXP_BYTES" };
+	static const bool right[] = { true, true, true, true, true, true, true, true, true };
+	struct json_object *arr = field(o, "queues");
+	struct table t;
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+
+	if (n == 0) {
+		printf("no queues open\n");
+		return;
+	}
+	table_init(&t, head, right, 9);
+	for (i = 0; i < n; i++) {
+		struct json_object *q = json_object_array_get_idx(arr, i);
+		char (*row)[CELL_MAX] = table_row(&t);
+
+		if (!row)
+			break;
+		cell(row[0], q, "id");
+		cell(row[1], q, "port");
+		cell(row[2], q, "pid");
+		snprintf(row[3], CELL_MAX, "%" PRIu64 "/%" PRIu64, num(q, "sq_used"),
+			 num(q, "sq_depth"));
+		snprintf(row[4], CELL_MAX, "%" PRIu64 "/%" PRIu64, num(q, "cq_used"),
+			 num(q, "cq_depth"));
+		cell(row[5], q, "in_flight");
+		cell(row[6], q, "posted_recvs");
+		cell(row[7], q, "unexpected");
+		fmt_bytes(row[8], CELL_MAX, num(q, "unexpected_bytes"));
+	}
+	table_print(&t);
+}
+
+static void show_links(struct json_object *o)
+{
+	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "TX_SEQ", "ACKED",
+					    "RX_SEQ", "CREDITS", "BACKLOG", "UNACKED",
+					    "RETRANS", "CONNECTS", "LAST_ERROR" };
+	static const bool right[] = { false, false, false, true, true, true, true, true,
+				      true, true, true, false };
+	static const char *const keys[] = { "peer", "address", "state", "tx_seq", "acked",
+					    "rx_seq", "credits", "backlog", "unacked",
+					    "retransmits", "connects", "last_error" };
+	struct json_object *arr = field(o, "links");
+	struct table t;
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	unsigned k;
+
+	if (n == 0) {
+		printf("no links (single node)\n");
+		return;
+	}
+	table_init(&t, head, right, 12);
+	for (i = 0; i < n; i++) {
+		struct json_object *l = json_object_array_get_idx(arr, i);
+		char (*row)[CELL_MAX] = table_row(&t);
+
+		if (!row)
+			break;
+		for (k = 0; k < 12; k++)
+			cell(row[k], l, keys[k]);
+	}
+	table_print(&t);
+}
+
+static void show_rcache(struct json_object *o)
+{
+	char a[CELL_MAX];
+
+	printf("regions    %" PRIu64 "\n", num(o, "regions"));
+	fmt_bytes(a, sizeof(a), num(o, "bytes"));
+	printf("bytes      %s\n", a);
+	printf("waiting    %" PRIu64 "\n", num(o, "waiting"));
+	printf("\n");
+	{
+		static const char *const head[] = { "HITS", "MISSES", "EVICTIONS", "WAITS",
+						    "NAKS", "TIMEOUTS", "CANCELS",
+						    "REG_FAILS", "REGS", "DEREGS" };
+		static const char *const keys[] = { "hits", "misses", "evictions", "waits",
+						    "naks", "timeouts", "cancels",
+						    "reg_fails", "regs", "deregs" };
+		static const bool right[] = { true, true, true, true, true, true, true, true,
+					      true, true };
+		struct table t;
+		char (*row)[CELL_MAX];
+		unsigned k;
+
+		table_init(&t, head, right, 10);
+		row = table_row(&t);
+		for (k = 0; row && k < 10; k++)
+			cell(row[k], o, keys[k]);
+		table_print(&t);
+	}
+}
+
+static void show_counters(struct json_object *o)
+{
+	static const char *const sections[] = { "daemon", "completions", "xport" };
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		struct json_object *s = field(o, sections[i]);
+
+		if (!s)
+			continue;
+		printf("%s%s:\n", i ? "\n" : "", sections[i]);
+		print_pairs(s, "  ");
+	}
+}
+
+static const struct {
+	const char *name;
+	void (*show)(struct json_object *o);
+} views[] = {
+	{ "status", show_status },
+	{ "clients", show_clients },
+	{ "queues", show_queues },
+	{ "links", show_links },
+	{ "rcache", show_rcache },
+	{ "counters", show_counters },
+};
+
+static void show(const char *cmd, struct json_object *o, bool json)
+{
+	size_t i;
+
+	if (!json) {
+		for (i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+			if (!strcmp(cmd, views[i].name)) {
+				views[i].show(o);
+				return;
+			}
+		}
+	}
+	/* --json, or a command this sluicectl has no view for. */
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						       JSON_C_TO_STRING_SPACED |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* ------------------------------------------------------------------ */
+/* main                                                                 */
+/* ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* Sleep @s seconds unless interrupted; returns false when interrupted. */
+static bool watch_sleep(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s,
+			       .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (!interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return !interrupted;
+}
+
+static bool command_word(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	/* The daemon takes at most REQUEST_MAX bytes with the newline. */
+	if (n == 0 || n + 1 > REQUEST_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "runtime-dir", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "watch", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *socket_opt = NULL, *rundir = NULL, *cmd, *env;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64];
+	double watch = 0;
+	bool json = false, tty;
+	int opt, rc;
+
+	tool_name = "sluicectl";
+	while ((opt = getopt_long(argc, argv, "s:r:jw:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_opt = optarg;
+			break;
+		case 'r':
+			rundir = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'w': {
+			char *end;
+
+			errno = 0;
+			watch = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(watch > 0) || watch > WATCH_MAX_S)
+				bad_usage("--watch: a number of seconds, more than 0 and at "
+					  "most %.0f", WATCH_MAX_S);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("sluicectl %s\n", PACKAGE_VERSION);
+			return EXIT_OK;
+		default:
+			return try_help();
+		}
+	}
+	if (optind == argc)
+		bad_usage("a COMMAND is needed: status, clients, queues, links, rcache or "
+			  "counters");
+	if (optind + 1 < argc)
+		bad_usage("one COMMAND only (unexpected '%s')", argv[optind + 1]);
+	cmd = argv[optind];
+	if (!command_word(cmd))
+		bad_usage("COMMAND: status, clients, queues, links, rcache or counters, not "
+			  "'%s'", cmd);
+	if (socket_opt && rundir)
+		bad_usage("--socket and --runtime-dir both name the socket: give one");
+	if (socket_opt)
+		rc = snprintf(path, sizeof(path), "%s", socket_opt);
+	else if (rundir)
+		rc = snprintf(path, sizeof(path), "%s/%s", rundir, ADMIN_SOCKET_NAME);
+	else if ((env = getenv("SLUICE_RUNTIME_DIR")) && *env)
+		rc = snprintf(path, sizeof(path), "%s/%s", env, ADMIN_SOCKET_NAME);
+	else
+		rc = snprintf(path, sizeof(path), "%s/%s", DEFAULT_RUNTIME_DIR,
+			      ADMIN_SOCKET_NAME);
+	if (rc < 0 || (size_t)rc >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		bad_usage("socket path too long for a UNIX socket");
+	/* Words other than the six go to the daemon too (a newer one may
+	 * know them; an older one says "unknown command"). */
+
+	if (watch > 0) {
+		struct sigaction sa = { .sa_handler = on_signal };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) {
+			fprintf(stderr, "sluicectl: sigaction: %s\n", strerror(errno));
+			return EXIT_ERROR;
+		}
+	}
+	tty = isatty(STDOUT_FILENO);
+	for (;;) {
+		struct json_object *o = NULL;
+
+		rc = query(path, cmd, &o);
+		if (rc != EXIT_OK)
+			return rc;
+		if (watch > 0 && tty && !json) {
+			char when[32];
+			time_t now = time(NULL);
+			struct tm tm;
+
+			/* Clear the screen and home the cursor, as watch(1). */
+			printf("\033[H\033[2J");
+			if (localtime_r(&now, &tm) && strftime(when, sizeof(when), "%H:%M:%S", &tm))
+				printf("Every %gs: sluicectl %s    %s\n\n", watch, cmd, when);
+		}
+		show(cmd, o, json);
+		json_object_put(o);
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			fprintf(stderr, "sluicectl: stdout: %s\n", strerror(errno));
+			return EXIT_ERROR;
+		}
+		if (watch <= 0 || !watch_sleep(watch))
+			break;
+		if (!tty || json)
+			printf("\n");
+	}
+	return EXIT_OK;
+}
