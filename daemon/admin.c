@@ -821,22 +821,23 @@ static int admin_chgrp(struct admin *a)
 {
 	const char *group = a->d->cfg.admin_group;
 	gid_t gid = getegid();
-	int rc;
+	int rc = 0;
 
 	if (group[0]) {
 		rc = group_gid(group, &gid);
 		if (rc) {
-			log_warn("admin_group %s: %s: %s keeps its group", group,
+			/* Not the group of before: its members pass the check
+			 * no more, and the socket's mode says the same. */
+			log_warn("admin_group %s: %s: %s goes to the daemon's own group", group,
 				 rc == -ENOENT ? "no such group" : strerror(-rc), a->path);
-			return rc;
+			gid = getegid();
 		}
 	}
 	if (chown(a->path, (uid_t)-1, gid) < 0) {
 		rc = -errno;
-		log_warn("%s: chgrp %d: %m", a->path, (int)gid);
-		return rc;
+		log_warn("%s: chgrp %d: %s", a->path, (int)gid, strerror(-rc));
 	}
-	return 0;
+	return rc;
 }
 
 int admin_listen(struct daemon *d)

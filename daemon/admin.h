@@ -44,9 +44,10 @@ int admin_listen(struct daemon *d);
 
 /*
  * admin_apply_config - after a reload changed [daemon] admin_group:
- * chgrp the socket to it (or back to the daemon's group for "").  Access
- * checks read the configuration at each connection, so nothing else is
- * needed.  Returns 0 or -errno (logged); a no-op without a socket.
+ * chgrp the socket to it (or back to the daemon's group for "", and for
+ * a group that does not exist).  Access checks read the configuration at
+ * each connection, so nothing else is needed.  Returns 0 or -errno
+ * (logged: -ENOENT for no such group); a no-op without a socket.
  */
 int admin_apply_config(struct daemon *d);
 

@@ -113,7 +113,7 @@ static uint64_t unexpected_charge(const struct match_queues *mq)
  * for a rendezvous, a struct rndv_src): NULL with *status set when it
  * would pass the endpoint's bound (refused before allocating: the sender
  * keeps its buffer and may retry once the receiver has taken some
- * messages) or memory is short.  No overflow: the charge is at most the
+ * messages), memory is short, or the daemon is stopping.  No overflow: the charge is at most the
  * bound (64 GiB) and held is at most eager_max.
  */
 static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_addr_t src,
@@ -123,6 +123,13 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 	size_t extra = rndv ? sizeof(struct rndv_src) : 0;
 	struct match_msg *m;
 
+	/* Stopping: no receive can be posted for it any more (new
+	 * descriptors are canceled) and it would go with the daemon, after
+	 * its sender heard SL_OK.  The sender hears what a BYE would say. */
+	if (d->draining) {
+		*status = SL_ERR_PEER_DOWN;
+		return NULL;
+	}
 	if (unexpected_charge(&dq->mq) + sizeof(*m) + extra + held > d->cfg.unexpected_max_bytes) {
 		d->ctr.naks_receiver_full++;
 		*status = SL_NAK_RECEIVER_FULL;

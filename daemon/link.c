@@ -1258,7 +1258,8 @@ static void link_went_down(struct link *l, int err)
 	snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
 		 l->state == LINK_UP ? "connection lost" : "connecting",
 		 err ? strerror(err < 0 ? -err : err) : "closed");
-	if (l->state == LINK_UP && !l->bye_rx)
+	/* Stopping, or the peer said BYE: said elsewhere, not a fault. */
+	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping)
 		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
 			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
 	/* The peer timeout counts from the last time the link was up (a
@@ -1384,9 +1385,10 @@ bool link_node_timed_out(struct daemon *d, uint32_t node)
 /*
  * Down for peer_timeout_ms, or the peer said BYE (@bye): every operation
  * waiting on the peer fails with SL_ERR_PEER_DOWN, each on its own, and
- * so do new sends and receives naming it until it is back.  Control
- * frames stay queued: when it comes back it hears which of its
- * rendezvous we refused.
+ * so do new sends and receives naming it until it is back.  After a
+ * timeout control frames stay queued: when it comes back it hears which
+ * of its rendezvous we refused; after a BYE its incarnation is over and
+ * they go.
  */
 static void link_timed_out(struct link *l, bool bye)
 {
@@ -1404,7 +1406,8 @@ static void link_timed_out(struct link *l, bool bye)
 			 l->n_rndv_tx, l->n_rndv_rx);
 	if (!bye)
 		l->peer_timeouts++;
-	fail_everything(l, SL_ERR_PEER_DOWN, true, false);
+	/* After a BYE the incarnation is over: nothing to tell it later. */
+	fail_everything(l, SL_ERR_PEER_DOWN, !bye, bye);
 	engine_fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
 }
 

@@ -259,7 +259,7 @@ int service_init(struct daemon *d, service_apply_fn *apply)
 	s->status_w.data = d;
 	rc = sd_watchdog_enabled(0, &usec);
 	if (rc < 0) {
-		log_err("watchdog: WATCHDOG_USEC: %s", strerror(-rc));
+		log_err("watchdog: WATCHDOG_USEC or WATCHDOG_PID: %s", strerror(-rc));
 		return rc;
 	}
 	if (rc > 0 && usec > 0) {

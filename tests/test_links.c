@@ -518,8 +518,9 @@ static void expect_restarted_peer_receives(const struct h_daemon *a, const struc
  * wait for B1 to post receives and a receive naming B1.  B is stopped
  * (SIGTERM): its BYE fails the 9 waiting operations with
  * SL_ERR_PEER_DOWN, each once, within BYE_LATE_MS, not after 30 s; a new
- * send to B fails at once; no peer timeout is counted.  B restarted: the
- * link is back and a send to the new B1 arrives.
+ * send to B fails at once; no peer timeout is counted; nothing stays
+ * queued for the B that is gone (B's own rendezvous to A1 was pending).
+ * B restarted: the link is back and a send to the new B1 arrives.
  */
 #define BYE_EAGER 100u
 #define BYE_RNDV 8u
@@ -528,13 +529,15 @@ static void expect_restarted_peer_receives(const struct h_daemon *a, const struc
 START_TEST(peer_stops_bye)
 {
 	static const char *const names[] = { "A", "B" };
-	const char *confs[2] = { "[transport]\npeer_timeout_ms = 30000\n", NULL };
+	/* B's drain is short: its own rendezvous to A1 would hold it. */
+	const char *confs[2] = { "[transport]\npeer_timeout_ms = 30000\n",
+				 "[daemon]\nshutdown_drain_ms = 300\n" };
 	struct h_daemon nodes[2];
 	struct sl_ctx *ctx, *bctx;
 	struct sl_queue *q, *bq;
 	struct sl_cqe cqe;
 	sl_addr_t b1;
-	uint8_t *ebuf, *rbuf, *rb;
+	uint8_t *ebuf, *rbuf, *rb, *bbig;
 	int64_t t0, first, last, fast;
 	uint32_t i;
 
@@ -547,7 +550,11 @@ START_TEST(peer_stops_bye)
 	ebuf = sl_alloc(q, 1024);
 	rbuf = sl_alloc(q, 1 << 20);
 	rb = sl_alloc(q, 4096);
-	H_ASSERT(ebuf && rbuf && rb, "sl_alloc");
+	bbig = sl_alloc(bq, 1 << 20);
+	H_ASSERT(ebuf && rbuf && rb && bbig, "sl_alloc");
+	/* B's own rendezvous to A1, which nobody there receives: after the
+	 * BYE, A must not keep a refusal queued for a B that is gone. */
+	H_EQ(sl_send(bq, sl_queue_addr(q), 99, bbig, 1 << 20, 1), 0);
 	for (i = 0; i < BYE_EAGER; i++)
 		H_EQ(sl_send(q, b1, 5, ebuf, 1024, 1000 + i), 0);
 	for (i = 0; i < BYE_EAGER; i++) {
@@ -578,6 +585,8 @@ START_TEST(peer_stops_bye)
 	H_EQ(h_daemon_stat(&nodes[0], "link.B.peer_timeouts"), 0);
 	H_EQ(h_daemon_stat(&nodes[0], "link.B.byes_rx"), 1);
 	H_EQ(h_daemon_stat(&nodes[0], "link.B.rndv_tx"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.ctl_queued"), 0);
+	H_EQ(h_daemon_stat(&nodes[0], "link.B.backlog"), 0);
 	sl_close(bctx);
 
 	h_daemon_restart(&nodes[1], nodes, 1, NULL);

@@ -548,6 +548,65 @@ START_TEST(drain_second_signal)
 }
 END_TEST
 
+/*
+ * The stopping daemon as a receiver: nothing arriving during its drain
+ * may be taken and then dropped.  B holds RECV_PORT with no receive
+ * posted and keeps its drain going with a rendezvous send nobody takes;
+ * A's client sends 10 messages before B's SIGTERM (SL_OK: they wait in
+ * B) and 10 during the drain: each of those completes once with
+ * SL_ERR_PEER_DOWN while B still drains (no receive could ever be
+ * posted for them there), not SL_OK.
+ */
+START_TEST(drain_refuses_arrivals)
+{
+	static const char *const names[] = { "sender", "stopper" };
+	const char *confs[2] = { NULL, "[daemon]\nshutdown_drain_ms = 4000\n" };
+	struct h_daemon ds[2];
+	struct sl_ctx *actx, *bctx;
+	struct sl_queue *aq, *bq;
+	struct sl_cqe cqe;
+	uint8_t *abuf, *bbig;
+	unsigned i;
+
+	h_cluster_start_confs(ds, names, 2, confs);
+	H_EQ(sl_open(ds[0].sock, &actx), 0);
+	H_EQ(sl_queue_open(actx, SEND_PORT, 64, &aq), 0);
+	H_EQ(sl_open(ds[1].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, RECV_PORT, 64, &bq), 0);
+	abuf = sl_alloc(aq, EAGER_LEN);
+	bbig = sl_alloc(bq, RNDV_LEN);
+	H_ASSERT(abuf && bbig, "sl_alloc");
+	H_EQ(sl_send(bq, (sl_addr_t){ ds[0].node, SEND_PORT }, TAG_NOBODY, bbig, RNDV_LEN, 1), 0);
+	for (i = 0; i < 10; i++)
+		H_EQ(sl_send(aq, (sl_addr_t){ ds[1].node, RECV_PORT }, TAG_DATA, abuf, EAGER_LEN,
+			     i), 0);
+	for (i = 0; i < 10; i++) {
+		H_EQ(h_wait_cqe(aq, &cqe, 5000), 1);
+		H_ASSERT(cqe.user_ctx == i && cqe.status == SL_OK, "before: ctx %llu %s",
+			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	}
+	H_EQ(kill(ds[1].pid, SIGTERM), 0);
+	h_sleep_ms(300);
+	H_ASSERT(h_daemon_alive(&ds[1]), "B did not drain");
+	for (i = 10; i < 20; i++)
+		H_EQ(sl_send(aq, (sl_addr_t){ ds[1].node, RECV_PORT }, TAG_DATA, abuf, EAGER_LEN,
+			     i), 0);
+	for (i = 10; i < 20; i++) {
+		H_EQ(h_wait_cqe(aq, &cqe, 2000), 1);
+		H_ASSERT(cqe.user_ctx == i && cqe.status == SL_ERR_PEER_DOWN,
+			 "during the drain: ctx %llu %s", (unsigned long long)cqe.user_ctx,
+			 sl_strerror(cqe.status));
+	}
+	H_ASSERT(h_daemon_alive(&ds[1]), "B stopped before the arrivals were refused");
+	H_ASSERT(h_wait_cqe(aq, &cqe, 100) == 0, "one more: ctx %llu %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	h_daemon_stop(&ds[1]);	/* the second SIGTERM ends its drain */
+	sl_close(bctx);
+	sl_close(actx);
+	h_daemon_stop(&ds[0]);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* sd_notify                                                            */
 /* ------------------------------------------------------------------ */
@@ -710,6 +769,7 @@ int main(void)
 	tcase_add_test(tc, drain_deadline);
 	tcase_add_test(tc, drain_completes);
 	tcase_add_test(tc, drain_second_signal);
+	tcase_add_test(tc, drain_refuses_arrivals);
 	tc = h_tcase(s, "notify", 20);
 	tcase_add_test(tc, notify_ready_watchdog_stopping);
 	tc = h_tcase(s, "config", 30);
