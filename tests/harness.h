@@ -31,6 +31,20 @@
 /* Bounded waits, milliseconds. */
 #define H_START_TIMEOUT_MS 5000
 #define H_STOP_TIMEOUT_MS 5000
+
+/* 1 in a build with AddressSanitizer (gcc says so with a macro, clang
+ * with __has_feature): slower, and freed memory sits in quarantine, so
+ * some time and memory bounds are wider there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define H_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define H_UNDER_ASAN 1
+#endif
+#endif
+#ifndef H_UNDER_ASAN
+#define H_UNDER_ASAN 0
+#endif
 #define H_LINK_TIMEOUT_MS 5000
 /* A port nobody binds in these tests (privileged, tests do not use it). */
 #define H_PORT_NOBODY 1u

@@ -246,16 +246,7 @@ static int64_t wait_baseline(const struct h_daemon *d, int fds, int maps, int ms
  * the daemon grew by about 3.4 MiB (some 70 KiB a trial, mostly the stats
  * snapshots' stdio buffers): 8 MiB there.
  */
-#if defined(__SANITIZE_ADDRESS__)
-#define RSS_SLACK_KB 8192
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RSS_SLACK_KB 8192
-#endif
-#endif
-#ifndef RSS_SLACK_KB
-#define RSS_SLACK_KB 1024
-#endif
+#define RSS_SLACK_KB (H_UNDER_ASAN ? 8192 : 1024)
 
 #define PP_LEN 256u
 #define PP_TAG_PING 7u

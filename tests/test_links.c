@@ -53,16 +53,6 @@
 #include "sluice.h"
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Running sluice-stress                                                */
@@ -436,7 +426,7 @@ static void pp_client_run(const struct h_daemon *d, const struct h_daemon *to,
  * (the issue's bound: 1.5 s for a 1 s timeout). */
 #define PT_LATE_MS 500
 /* The other pair's slowest round trip while A-B fails. */
-#define PT_PP_WORST_MS (UNDER_ASAN ? 500 : 200)
+#define PT_PP_WORST_MS (H_UNDER_ASAN ? 500 : 200)
 
 /* The first byte of @p[0..@n) that is not @c, or NULL. */
 static const uint8_t *memchr_inv(const uint8_t *p, int c, size_t n)

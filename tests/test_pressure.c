@@ -57,16 +57,6 @@
 #define KiB 1024u
 #define MiB (1024u * 1024u)
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
 
 /* The daemons' default [transport] eager_credits: the window each link
  * is back at once everything is acknowledged. */
@@ -99,7 +89,7 @@ static void asan_small_quarantine(void)
 	char opts[1024];
 	const char *old = getenv("ASAN_OPTIONS");
 
-	if (!UNDER_ASAN)
+	if (!H_UNDER_ASAN)
 		return;
 	snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=8", old && *old ? old : "",
 		 old && *old ? ":" : "");

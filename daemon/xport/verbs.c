@@ -194,7 +194,7 @@ struct verbs_xport {
 	struct rdma_cm_id *listen_id;
 	ev_io chan_w, cm_w, async_w;
 	ev_timer repoll_w;
-	ev_timer dreq_w;		/* dreqs_owed: see qp_break() */
+	ev_timer dreq_w;		/* the owed DREQs: see qp_break() */
 	LIST_HEAD(, xport_conn) conns;
 	TAILQ_HEAD(, xport_conn) repolls;
 	uint32_t n_repoll;
@@ -215,7 +215,6 @@ struct verbs_xport {
 	uint32_t mr_used;		/* slots ever used */
 	struct verbs_keymap keys;	/* lkey -> index + 1 */
 	bool destroying;
-	uint32_t dreqs_owed;		/* connections with dreq_owed */
 	uint64_t wcs;			/* work completions handled */
 	struct xport_stats st;
 };
@@ -717,7 +716,6 @@ static void qp_break(struct xport_conn *c, enum verbs_state prev)
 	if (prev == VS_RESOLVING || x->destroying)
 		return;
 	c->dreq_owed = true;
-	x->dreqs_owed++;
 	if (!ev_is_active(&x->dreq_w))
 		ev_timer_start(x->base.loop, &x->dreq_w);
 }
@@ -729,7 +727,7 @@ static void dreqs_send_owed(struct verbs_xport *x)
 {
 	struct xport_conn *c, *next;
 
-	for (c = LIST_FIRST(&x->conns); c && x->dreqs_owed; c = next) {
+	for (c = LIST_FIRST(&x->conns); c; c = next) {
 		next = LIST_NEXT(c, all);
 		if (!c->dreq_owed)
 			continue;
@@ -739,7 +737,6 @@ static void dreqs_send_owed(struct verbs_xport *x)
 			continue;
 		}
 		c->dreq_owed = false;
-		x->dreqs_owed--;
 		if (rdma_disconnect(c->id))
 			log_debug("verbs: %s: rdma_disconnect: %m", c->name);
 		conn_maybe_free(c);
