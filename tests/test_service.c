@@ -555,7 +555,8 @@ END_TEST
  * A's client sends 10 messages before B's SIGTERM (SL_OK: they wait in
  * B) and 10 during the drain: each of those completes once with
  * SL_ERR_PEER_DOWN while B still drains (no receive could ever be
- * posted for them there), not SL_OK.
+ * posted for them there), not SL_OK; a queue open on B meanwhile gets
+ * -ESHUTDOWN.
  */
 START_TEST(drain_refuses_arrivals)
 {
@@ -563,7 +564,7 @@ START_TEST(drain_refuses_arrivals)
 	const char *confs[2] = { NULL, "[daemon]\nshutdown_drain_ms = 4000\n" };
 	struct h_daemon ds[2];
 	struct sl_ctx *actx, *bctx;
-	struct sl_queue *aq, *bq;
+	struct sl_queue *aq, *bq, *bq2;
 	struct sl_cqe cqe;
 	uint8_t *abuf, *bbig;
 	unsigned i;
@@ -588,6 +589,8 @@ START_TEST(drain_refuses_arrivals)
 	H_EQ(kill(ds[1].pid, SIGTERM), 0);
 	h_sleep_ms(300);
 	H_ASSERT(h_daemon_alive(&ds[1]), "B did not drain");
+	/* Nor does a client of B get a new queue meanwhile. */
+	H_EQ(sl_queue_open(bctx, RECV_PORT + 1, 8, &bq2), -ESHUTDOWN);
 	for (i = 10; i < 20; i++)
 		H_EQ(sl_send(aq, (sl_addr_t){ ds[1].node, RECV_PORT }, TAG_DATA, abuf, EAGER_LEN,
 			     i), 0);
