@@ -50,6 +50,18 @@
 #define TCP_RX_INITIAL (256u << 10)	/* bytes */
 #define TCP_READS_PER_EVENT 8		/* bounded work per wake-up */
 #define TCP_DIRECT_MIN (64u << 10)	/* writes worth a header-only read after */
+/*
+ * What a frame posted now may wait behind inside the kernel, bytes: the
+ * unsent part of the send buffer (TCP_NOTSENT_LOWAT) and the receive
+ * window, which bounds what is sent but not yet read by the peer daemon
+ * (TCP_WINDOW_CLAMP).  Autotuning lets both grow to megabytes, and bytes
+ * in the kernel are FIFO: an ACK or a 4 KiB message of one client would
+ * wait behind them (link.h, LINK_TX_BUDGET, bounds the rest).  512 KiB of
+ * window covers the bandwidth-delay product of a LAN (25 Gb/s at 100 us);
+ * [transport] socket_buffer, when set, sizes the buffers instead.
+ */
+#define TCP_UNSENT_MAX (128u << 10)
+#define TCP_WINDOW_MAX (512u << 10)
 
 struct tcp_wr {
 	uint64_t wr_id;
@@ -78,6 +90,7 @@ struct xport_conn {
 	uint32_t sq_head;	/* next to complete */
 	uint32_t sq_sent;	/* next to write */
 	uint32_t sq_tail;	/* next free */
+	uint64_t sq_bytes;	/* payload bytes of [sq_head, sq_tail) */
 	size_t head_sent;	/* bytes of the sq_sent frame already written */
 	ev_timer done_w;	/* completion-delay fault */
 	uint64_t posts;		/* fault injection: posts on this conn */
@@ -85,6 +98,7 @@ struct xport_conn {
 	uint8_t *wr_dst;
 	uint64_t wr_left;
 	uint64_t wr_len;	/* its whole length */
+	uint64_t wr_raddr;	/* where it starts */
 	bool expect_write;	/* the last frame was a large write */
 	uint32_t wr_rkey;
 	bool wr_has_imm;
@@ -158,6 +172,12 @@ static void set_sockopts(const struct tcp_xport *x, int fd)
 	 * writev() already. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		log_warn("tcp: TCP_NODELAY: %m");
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){ TCP_UNSENT_MAX },
+		       sizeof(int)) < 0)
+		log_warn("tcp: TCP_NOTSENT_LOWAT: %m");
+	if (!buf && setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &(int){ TCP_WINDOW_MAX },
+			       sizeof(int)) < 0)
+		log_warn("tcp: TCP_WINDOW_CLAMP: %m");
 	/* Small buffers are for tests of a full socket (libfabric issue
 	 * 5897); the kernel doubles the value and has a floor. */
 	if (buf && (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
@@ -218,6 +238,11 @@ static uint32_t tcp_sq_outstanding(const struct xport_conn *c)
 	return c->sq_tail - c->sq_head;
 }
 
+static uint64_t tcp_sq_bytes(const struct xport_conn *c)
+{
+	return c->sq_bytes;
+}
+
 /* A free SQ slot, or NULL with the post's error: -ENOTCONN, or -ENOMEM
  * when the SQ is full or the post-failure fault says so.  HELLO is spared
  * the fault: it sets the connection up, it is not on the data path. */
@@ -260,6 +285,7 @@ static int tcp_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 	slot->hdr_len = wr->hdr_len;
 	memcpy(slot->hdr, wr->hdr, wr->hdr_len);
 	c->sq_tail++;
+	c->sq_bytes += wr->payload_len;
 	return 0;
 }
 
@@ -312,6 +338,7 @@ static int tcp_post_write(struct xport_conn *c, const struct xport_write_wr *wr)
 	slot->payload_len = wr->len;
 	slot->hdr_len = (uint32_t)n;
 	c->sq_tail++;
+	c->sq_bytes += wr->len;
 	return 0;
 }
 
@@ -383,8 +410,10 @@ static void complete_head(struct xport_conn *c, uint32_t n, int status)
 	const struct xport_upcalls *up = c->x->base.up;
 
 	while (n--) {
-		uint64_t wr_id = c->sq[c->sq_head & c->sq_mask].wr_id;
+		const struct tcp_wr *wr = &c->sq[c->sq_head & c->sq_mask];
+		uint64_t wr_id = wr->wr_id;
 
+		c->sq_bytes -= wr->payload_len;
 		c->sq_head++;
 		if (c->sq_sent - c->sq_head > c->sq_tail - c->sq_head)
 			c->sq_sent = c->sq_head;	/* flushed before written */
@@ -507,12 +536,20 @@ static void tcp_flush(struct xport_conn *c)
 
 /* ---- receive side ---- */
 
-/* The RDMA write being placed is complete: its immediate, if any. */
+/* The RDMA write being placed is complete: say so, then its immediate,
+ * if any. */
 static int write_placed(struct xport_conn *c)
 {
+	const struct xport_upcalls *up = c->x->base.up;
+
 	c->expect_write = c->wr_len >= TCP_DIRECT_MIN;
-	c->wr_dst = NULL;
 	c->x->st.writes_rx++;
+	if (up->write_placed)
+		up->write_placed(c, c->ctx, c->wr_rkey,
+				 c->wr_raddr, (uint32_t)c->wr_len);
+	c->wr_dst = NULL;
+	if (c->state != TCP_UP)
+		return -ECONNRESET;	/* the upcall broke the connection */
 	if (!c->wr_has_imm)
 		return 0;
 	c->wr_has_imm = false;
@@ -543,6 +580,7 @@ static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 		}
 	}
 	c->wr_dst = (uint8_t *)(uintptr_t)f->u.write.raddr;
+	c->wr_raddr = f->u.write.raddr;
 	c->wr_left = f->payload_len;
 	c->wr_len = f->payload_len;
 	c->wr_rkey = f->u.write.rkey;
@@ -1033,6 +1071,7 @@ static const struct xport_ops tcp_ops = {
 	.flush = tcp_flush,
 	.sq_space = tcp_sq_space,
 	.sq_outstanding = tcp_sq_outstanding,
+	.sq_bytes = tcp_sq_bytes,
 	.reg_mr = tcp_reg_mr,
 	.dereg_mr = tcp_dereg_mr,
 	.get_stats = tcp_get_stats,

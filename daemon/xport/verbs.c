@@ -131,6 +131,7 @@ struct verbs_slot {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[2];
 	uint64_t tx_mark;		/* staging ring mark, released at completion */
+	uint32_t payload_len;		/* bytes: send payload or write length */
 	uint8_t hdr[SL_WIRE_HDR_MAX];	/* an inline frame's header */
 };
 
@@ -163,6 +164,7 @@ struct xport_conn {
 	void *ctx;
 	struct verbs_sq sq;
 	struct verbs_slot *slots;	/* sq.mask + 1 */
+	uint64_t sq_bytes;		/* payload_len of the slots not completed */
 	struct verbs_txring tx;
 	uint8_t *tx_mem;
 	struct ibv_mr *tx_mr;
@@ -673,6 +675,7 @@ static void complete_head(struct xport_conn *c, uint32_t n, int status)
 		uint64_t wr_id;
 
 		verbs_txring_release(&c->tx, s->tx_mark);
+		c->sq_bytes -= s->payload_len;
 		wr_id = verbs_sq_pop(&c->sq);
 		up->send_done(c, c->ctx, wr_id, status);
 	}
@@ -822,6 +825,11 @@ static uint32_t verbs_sq_outstanding_op(const struct xport_conn *c)
 	return verbs_sq_outstanding(&c->sq);
 }
 
+static uint64_t verbs_sq_bytes_op(const struct xport_conn *c)
+{
+	return c->sq_bytes;
+}
+
 static int verbs_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 {
 	struct verbs_xport *x = c->x;
@@ -871,6 +879,8 @@ static int verbs_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 			      c->tx_mr->lkey);
 	}
 	s->tx_mark = verbs_txring_mark(&c->tx);
+	s->payload_len = wr->payload_len;
+	c->sq_bytes += wr->payload_len;
 	return 0;
 }
 
@@ -916,6 +926,8 @@ static int verbs_post_write(struct xport_conn *c, const struct xport_write_wr *w
 	verbs_wr_write(&s->wr, s->sge, pos, wr->laddr, wr->len, wr->lkey, wr->raddr, wr->rkey,
 		       wr->has_imm, wr->imm);
 	s->tx_mark = verbs_txring_mark(&c->tx);
+	s->payload_len = wr->len;
+	c->sq_bytes += wr->len;
 	return 0;
 }
 
@@ -1827,6 +1839,7 @@ static const struct xport_ops verbs_ops = {
 	.poll = verbs_poll_op,
 	.sq_space = verbs_sq_space_op,
 	.sq_outstanding = verbs_sq_outstanding_op,
+	.sq_bytes = verbs_sq_bytes_op,
 	.reg_mr = verbs_reg_mr,
 	.dereg_mr = verbs_dereg_mr,
 	.get_stats = verbs_get_stats,

@@ -63,6 +63,13 @@ struct xport_upcalls {
 	 * every write posted before it on the connection).  Return 0, or
 	 * -EPROTO to break the connection. */
 	int (*write_imm)(struct xport_conn *c, void *ctx, uint32_t imm);
+	/* Optional for a transport: RDMA write of @len bytes to (@rkey,
+	 * @raddr) is wholly in place, with or without an immediate (before
+	 * its write_imm).  A transport that does not see the target side of
+	 * a write (verbs: the NIC places it) never calls it, so the link
+	 * cannot resume a cut rendezvous from the middle there. */
+	void (*write_placed)(struct xport_conn *c, void *ctx, uint32_t rkey, uint64_t raddr,
+			     uint32_t len);
 	/* The connection broke or was closed by the peer; every posted frame
 	 * has already had its send completion.  The conn is freed after. */
 	void (*closed)(struct xport_conn *c, void *ctx, int err);
@@ -153,6 +160,11 @@ struct xport_ops {
 	/* Free slots in the SQ, and posted WRs not yet completed. */
 	uint32_t (*sq_space)(const struct xport_conn *c);
 	uint32_t (*sq_outstanding)(const struct xport_conn *c);
+	/* Payload bytes of the posted WRs not yet completed (send payloads
+	 * and RDMA write lengths; headers are not counted): what a frame
+	 * posted now waits behind, since the SQ is executed in order.  The
+	 * link bounds it for data (link.c, LINK_TX_BUDGET). */
+	uint64_t (*sq_bytes)(const struct xport_conn *c);
 	/* Register [addr, addr + len) for local and remote-write access.
 	 * Returns 0 with *handle, *lkey, *rkey set; -ENOMEM when the MR
 	 * table (max_mr) or the device is out of room, -EINVAL (len 0). */
