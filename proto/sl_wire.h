@@ -139,13 +139,17 @@ enum sl_wire_type {
  * endpoint went away after the match): the sender stops writing,
  * completes with the status, and sends a FIN unless its last write is
  * already on its way; the receiver holds its buffer until one of them.
+ * An RTR sent again after a reconnect names the same recv_id, raddr and
+ * len; its offset says how many bytes from the start are already in
+ * place (whole writes the receiver saw land), and the sender writes only
+ * [offset, len) (offset came later in version 2; before, it was 0).
  *   32 u64 send_id      not 0
  *   40 u64 raddr        receiver's address, in its transport's terms
  *   48 u64 len          bytes to write, <= msg_len
  *   56 u32 rkey
  *   60 u32 recv_id      receiver's name for the operation, not 0
  *   64 u32 status       0, or an enum sl_status NAK or error
- *   68 u32 rsvd         0
+ *   68 u32 offset       bytes, <= len; 0 unless status is 0
  */
 #define SL_WIRE_RTR_LEN 72u
 
@@ -238,6 +242,7 @@ struct sl_wire_frame {
 			uint32_t rkey;
 			uint32_t recv_id;
 			uint32_t status;
+			uint32_t offset;
 		} rtr;
 		struct {
 			uint32_t recv_id;

@@ -149,8 +149,10 @@ static int fields_valid(const struct sl_wire_frame *f)
 	case SL_WIRE_RTR:
 		if (f->u.rtr.send_id == 0 || !status_or_ok_valid(f->u.rtr.status))
 			return 0;
-		return f->u.rtr.status != SL_OK ||
-		       (f->u.rtr.recv_id != 0 && f->u.rtr.len <= SL_WIRE_RNDV_MAX);
+		if (f->u.rtr.status != SL_OK)
+			return f->u.rtr.offset == 0;
+		return f->u.rtr.recv_id != 0 && f->u.rtr.len <= SL_WIRE_RNDV_MAX &&
+		       f->u.rtr.offset <= f->u.rtr.len;
 	case SL_WIRE_FIN:
 		return f->u.fin.recv_id != 0 && status_or_ok_valid(f->u.fin.status);
 	case SL_WIRE_WRITE:
@@ -232,6 +234,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u32(p + 56, f->u.rtr.rkey);
 		put_u32(p + 60, f->u.rtr.recv_id);
 		put_u32(p + 64, f->u.rtr.status);
+		put_u32(p + 68, f->u.rtr.offset);
 		break;
 	case SL_WIRE_FIN:
 		put_u32(p + 32, f->u.fin.recv_id);
@@ -328,8 +331,7 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		tmp.u.rts.send_id = get_u64(p + 64);
 		break;
 	case SL_WIRE_RTR:
-		if (get_u32(p + 68) != 0)
-			return -EPROTO;
+		tmp.u.rtr.offset = get_u32(p + 68);
 		tmp.u.rtr.send_id = get_u64(p + 32);
 		tmp.u.rtr.raddr = get_u64(p + 40);
 		tmp.u.rtr.len = get_u64(p + 48);

@@ -294,7 +294,8 @@ static int frames_equal(const struct sl_wire_frame *a,
 		       a->u.rtr.len == b->u.rtr.len &&
 		       a->u.rtr.rkey == b->u.rtr.rkey &&
 		       a->u.rtr.recv_id == b->u.rtr.recv_id &&
-		       a->u.rtr.status == b->u.rtr.status;
+		       a->u.rtr.status == b->u.rtr.status &&
+		       a->u.rtr.offset == b->u.rtr.offset;
 	case SL_WIRE_FIN:
 		return a->u.fin.recv_id == b->u.fin.recv_id &&
 		       a->u.fin.status == b->u.fin.status;
@@ -360,6 +361,7 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.rtr.rkey, b->u.rtr.rkey);
 		ck_assert_uint_eq(a->u.rtr.recv_id, b->u.rtr.recv_id);
 		ck_assert_uint_eq(a->u.rtr.status, b->u.rtr.status);
+		ck_assert_uint_eq(a->u.rtr.offset, b->u.rtr.offset);
 		break;
 	case SL_WIRE_FIN:
 		ck_assert_uint_eq(a->u.fin.recv_id, b->u.fin.recv_id);
@@ -494,6 +496,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le32(p + 56, f->u.rtr.rkey);
 		put_le32(p + 60, f->u.rtr.recv_id);
 		put_le32(p + 64, f->u.rtr.status);
+		put_le32(p + 68, f->u.rtr.offset);
 		break;
 	case SL_WIRE_FIN:
 		put_le32(p + 32, f->u.fin.recv_id);
@@ -655,12 +658,15 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(64, 4) && get_le(p + 64, 4) != 0 &&
 		    !spec_nak_status((uint32_t)get_le(p + 64, 4)))
 			return 1;
-		if (HAVE(68, 4) && get_le(p + 68, 4) != 0)
+		/* offset: 0 on a refusal, else at most len. */
+		if (HAVE(68, 4) && get_le(p + 64, 4) != 0 && get_le(p + 68, 4) != 0)
 			return 1;
 		if (HAVE(64, 4) && get_le(p + 64, 4) == 0) {
 			if (get_le(p + 60, 4) == 0)
 				return 1;
 			if (get_le(p + 48, 8) > SL_WIRE_RNDV_MAX)
+				return 1;
+			if (HAVE(68, 4) && get_le(p + 68, 4) > get_le(p + 48, 8))
 				return 1;
 		}
 		break;
@@ -893,6 +899,16 @@ START_TEST(test_round_trip_extremes_rndv)
 	f.u.rtr.send_id = 1;
 	f.u.rtr.recv_id = 1;
 	expect_valid(&f);	/* raddr, len, rkey 0 */
+	/* An RTR sent again: offset up to len, not past it. */
+	f.u.rtr.len = 5u << 20;
+	f.u.rtr.offset = 5u << 20;
+	expect_valid(&f);
+	f.u.rtr.offset = (5u << 20) + 1;
+	expect_invalid(&f);
+	f.u.rtr.len = SL_WIRE_RNDV_MAX;
+	f.u.rtr.offset = SL_WIRE_RNDV_MAX;
+	expect_valid(&f);
+	f.u.rtr.offset = 0;
 	/* A refusal: any status, and recv_id, len and the rest unchecked. */
 	for (size_t i = 0; i < N_NAK_STATUSES; i++) {
 		f = make_frame(SL_WIRE_RTR);
@@ -910,6 +926,8 @@ START_TEST(test_round_trip_extremes_rndv)
 		f.u.rtr.rkey = 0;
 		f.u.rtr.recv_id = 0;
 		expect_valid(&f);
+		f.u.rtr.offset = 1;	/* a refusal resumes nothing */
+		expect_invalid(&f);
 	}
 
 	f = make_frame(SL_WIRE_FIN);
@@ -1153,7 +1171,7 @@ START_TEST(test_exact_bytes_rtr)
 		0xb4, 0xb3, 0xb2, 0xb1,
 		/* 64 status = SL_OK */
 		0x00, 0x00, 0x00, 0x00,
-		/* 68 rsvd */
+		/* 68 offset: a first RTR */
 		0x00, 0x00, 0x00, 0x00,
 	};
 	struct sl_wire_frame f = make_frame(SL_WIRE_RTR);
@@ -1172,6 +1190,16 @@ START_TEST(test_exact_bytes_rtr)
 	for (int i = 65; i < 72; i++)
 		ck_assert_uint_eq(buf[i], 0);
 	ck_assert_uint_eq(buf[72], 0xff);
+
+	/* An RTR sent again: the offset, little-endian at 68. */
+	f = make_frame(SL_WIRE_RTR);
+	f.u.rtr.offset = 0x2a2b2c2du;	/* = len */
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_RTR_LEN);
+	ck_assert_mem_eq(buf, want, 68);
+	ck_assert_uint_eq(buf[68], 0x2d);
+	ck_assert_uint_eq(buf[69], 0x2c);
+	ck_assert_uint_eq(buf[70], 0x2b);
+	ck_assert_uint_eq(buf[71], 0x2a);
 }
 END_TEST
 
@@ -1726,9 +1754,7 @@ START_TEST(test_bad_rsvd)
 			re = 56;
 			break;
 		case SL_WIRE_RTR:
-			rs = 68;
-			re = 72;
-			break;
+			continue;	/* 68..71 the offset (test_rtr_rules) */
 		case SL_WIRE_FIN:
 			rs = 40;
 			re = 48;
@@ -2330,6 +2356,30 @@ START_TEST(test_rtr_rules)
 	expect_valid(&f);
 	f.u.rtr.len = 0;
 	expect_valid(&f);
+
+	/* The offset of an RTR sent again: within len, and only on a grant;
+	 * checked on the wire too, every byte. */
+	f = make_frame(SL_WIRE_RTR);
+	f.u.rtr.offset = (uint32_t)f.u.rtr.len;
+	expect_valid(&f);
+	f.u.rtr.offset++;
+	expect_invalid(&f);
+	f.u.rtr.len = 0;
+	f.u.rtr.offset = 1;
+	expect_invalid(&f);
+	f.u.rtr.offset = 0;
+	expect_valid(&f);
+	for (size_t b = 68; b < 72; b++) {
+		size_t len = encode_valid(SL_WIRE_RTR, buf, sizeof(buf));
+
+		buf[b] = 0xff;	/* past len (0x2a2b2c2d) */
+		if (b < 71)
+			expect_ok(buf, len);
+		else
+			expect_eproto(buf, len);
+		put_le32(buf + 64, SL_NAK_BUSY);	/* a refusal resumes nothing */
+		expect_eproto(buf, len);
+	}
 
 	/* A refusal is accepted with recv_id 0 and any len. */
 	for (size_t s = 0; s < N_NAK_STATUSES; s++) {
