@@ -273,17 +273,25 @@ static uint64_t ack_limit(const struct link *l, const struct sl_wire_frame *wf)
 static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payload,
 		      uint64_t wr_id)
 {
+	const struct xport_ops *ops = l->d->xp->ops;
 	uint8_t hdr[SL_WIRE_HDR_MAX];
 	struct xport_send_wr wr;
 	int n;
 
+	if (wf->type != SL_WIRE_EAGER && wf->type != SL_WIRE_RTS) {
+		/* What the data budget promises: see LINK_TX_BUDGET. */
+		uint64_t ahead = ops->sq_bytes(l->conn);
+
+		if (ahead > l->tx_ahead_max)
+			l->tx_ahead_max = ahead;
+	}
 	wf->ack = ack_limit(l, wf);
 	n = sl_wire_encode(wf, hdr, sizeof(hdr));
 	if (n < 0)
 		return n;
 	wr = (struct xport_send_wr){ .wr_id = wr_id, .hdr = hdr, .hdr_len = (uint32_t)n,
 				     .payload = payload, .payload_len = wf->payload_len };
-	n = l->d->xp->ops->post_send(l->conn, &wr);
+	n = ops->post_send(l->conn, &wr);
 	if (n == 0) {
 		l->ack_sent = wf->ack;
 		l->frames_tx++;
@@ -400,6 +408,7 @@ static int post_ctl(struct link *l, struct link_frame *f)
 		wf.u.rtr.rkey = f->rtr_rkey;
 		wf.u.rtr.recv_id = f->ctl_recv_id;
 		wf.u.rtr.status = f->ctl_status;
+		wf.u.rtr.offset = f->rtr_offset;
 		break;
 	case SL_WIRE_FIN:
 		wf.u.fin.recv_id = f->ctl_recv_id;
@@ -554,7 +563,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		if (f->type == SL_WIRE_RTR && f->ctl_status == SL_OK)
 			note_rtr_posted(l, f);
 	}
-	while (data_space(l)) {
+	while (data_space(l) && ops->sq_bytes(l->conn) < LINK_TX_BUDGET) {
 		struct link_frame *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
 		struct link_frame *write = TAILQ_FIRST(&l->writes);
 		bool do_write = write && (!send || l->write_turn);
@@ -695,8 +704,10 @@ void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status)
 	f->ctl_status = status;
 }
 
-static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
-		      uint64_t len, uint32_t rkey, uint32_t status)
+/* Queue an RTR; @offset bytes of @len are in place already (an RTR sent
+ * again after a reconnect). */
+static void queue_rtr_from(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
+			   uint64_t len, uint32_t rkey, uint32_t status, uint64_t offset)
 {
 	struct link_frame *f = queue_ctl(l, SL_WIRE_RTR);
 
@@ -708,6 +719,13 @@ static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64
 	f->rtr_len = len;
 	f->rtr_rkey = rkey;
 	f->ctl_status = status;
+	f->rtr_offset = (uint32_t)offset;	/* <= len <= SL_WIRE_RNDV_MAX */
+}
+
+static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
+		      uint64_t len, uint32_t rkey, uint32_t status)
+{
+	queue_rtr_from(l, send_id, recv_id, raddr, len, rkey, status, 0);
 }
 
 void link_flush_all(struct daemon *d, bool force_ack)
@@ -838,8 +856,10 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		return 0;
 	}
 	if (f->rtr_stale) {
-		/* The connection broke after the first RTR: write it all
-		 * again (the same bytes to the same place), once. */
+		/* The connection broke after the first RTR: write again what
+		 * the receiver does not have in place (the same bytes to the
+		 * same place: writes are idempotent), from its offset on.
+		 * The decoder checked offset <= len. */
 		if (wf->u.rtr.recv_id != f->recv_id || wf->u.rtr.len != f->wlen) {
 			log_warn("link %s: RTR sent again for rendezvous %llu changed",
 				 l->peer->name, (unsigned long long)wf->u.rtr.send_id);
@@ -850,14 +870,17 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		f->rtr_stale = false;
 		f->raddr = wf->u.rtr.raddr;
 		f->rkey = wf->u.rtr.rkey;
+		f->w_off = wf->u.rtr.offset;
 		l->rndv_restarts++;
+		l->rndv_resumed_bytes += wf->u.rtr.offset;
 		if (f->mr || f->wlen == 0)
 			start_writes(l, f);
 		return 0;	/* or when its registration comes */
 	}
-	if (wf->u.rtr.len > f->len) {
-		log_warn("link %s: RTR asks %llu bytes of a %llu-byte message", l->peer->name,
-			 (unsigned long long)wf->u.rtr.len, (unsigned long long)f->len);
+	if (wf->u.rtr.len > f->len || wf->u.rtr.offset) {
+		log_warn("link %s: first RTR asks %llu bytes from %u of a %llu-byte message",
+			 l->peer->name, (unsigned long long)wf->u.rtr.len, wf->u.rtr.offset,
+			 (unsigned long long)f->len);
 		return -EPROTO;
 	}
 	if (!frame_move(l, f, OWN(FO_WIRE), FO_RNDV))
@@ -1010,14 +1033,19 @@ static int giveback_status(uint32_t fin_status)
 	return fin_status == SL_ERR_CANCELED ? SL_ERR_NO_ENDPOINT : (int)fin_status;
 }
 
+/* Where the data of @rr goes, in the transport's terms (the RTR's raddr). */
+static uint64_t rndv_recv_raddr(const struct rndv_recv *rr)
+{
+	return rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
+}
+
+/* (Again, after a reconnect: for what is not in place yet.) */
 static void rndv_send_rtr(struct rndv_recv *rr)
 {
-	uint64_t raddr = rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
-
 	rr->rtr_sent = true;
 	rr->rtr_seq = 0;	/* until it goes out */
-	queue_rtr(rr->l, rr->send_id, rr->recv_id, raddr, rr->wlen,
-		  rr->mr ? rr->mr->rkey : 0, SL_OK);
+	queue_rtr_from(rr->l, rr->send_id, rr->recv_id, rndv_recv_raddr(rr), rr->wlen,
+		       rr->mr ? rr->mr->rkey : 0, SL_OK, rr->placed);
 }
 
 static void recv_reg_done(void *arg, int err, const struct rcache_mr *mr)
@@ -1856,6 +1884,31 @@ static int up_write_imm(struct xport_conn *c, void *ctx, uint32_t imm)
 	return process_fin(l, imm, SL_OK);
 }
 
+/* A whole RDMA write landed (tcp): the rendezvous it belongs to has its
+ * bytes up to there in place, so that a reconnect resumes after them.
+ * Writes of one rendezvous land in order, from the offset its last RTR
+ * named, so the one whose next byte the write starts at is its owner
+ * (receives on overlapping buffers could be told apart by nothing, but
+ * their bytes are mixed up whatever we do).  Writes of a connection
+ * already replaced do not count. */
+static void up_write_placed(struct xport_conn *c, void *ctx, uint32_t rkey, uint64_t raddr,
+			    uint32_t len)
+{
+	struct link *l = ctx;
+	struct rndv_recv *rr;
+
+	if (!l || l->conn != c || len == 0)
+		return;
+	TAILQ_FOREACH(rr, &l->rndv_rx, link) {
+		if (rr->aborted || !rr->mr || rr->mr->rkey != rkey ||
+		    raddr != rndv_recv_raddr(rr) + rr->placed)
+			continue;
+		if (len <= rr->wlen - rr->placed)
+			rr->placed += len;
+		return;
+	}
+}
+
 static void up_closed(struct xport_conn *c, void *ctx, int err)
 {
 	struct link *l = ctx;
@@ -1871,6 +1924,7 @@ const struct xport_upcalls link_upcalls = {
 	.send_done = up_send_done,
 	.recv = up_recv,
 	.write_imm = up_write_imm,
+	.write_placed = up_write_placed,
 	.closed = up_closed,
 };
 

@@ -16,8 +16,10 @@
  * HELLOs say how far each side's stream arrived; everything after that is
  * sent again, numbered on, and the receiver drops what it has seen.  A
  * rendezvous whose RDMA writes were cut restarts when the receiver, which
- * still holds its receive, sends its RTR again; writes are idempotent, and
- * the receive completes once, on the write-with-immediate.  Only three
+ * still holds its receive, sends its RTR again, naming how many bytes from
+ * the start it saw land (transports that tell it: tcp); the sender writes
+ * the rest.  Writes are idempotent, and the receive completes once, on the
+ * write-with-immediate.  Only three
  * things fail operations: the daemon stopping (SL_ERR_CANCELED); the link
  * down for [transport] peer_timeout_ms (every send waiting on it, every
  * rendezvous with it and every receive naming that node as its source
@@ -35,7 +37,8 @@
  * RTR names a registered destination, the sender registers its source
  * (registration cache), and the frame joins the link's write list, from
  * which RDMA writes of LINK_WRITE_SEGMENT bytes go out interleaved with
- * other data; the last carries the peer's recv_id as its immediate.  On
+ * other data, within the link's data budget (LINK_TX_BUDGET, below); the
+ * last carries the peer's recv_id as its immediate.  On
  * the receiving side a struct rndv_recv holds the matched receive and its
  * registration from the RTR until the immediate (or a FIN) arrives; the
  * receive then completes and a DONE goes back, and only the DONE
@@ -145,6 +148,7 @@ struct link_frame {
 	uint64_t rtr_raddr;
 	uint64_t rtr_len;
 	uint32_t rtr_rkey;
+	uint32_t rtr_offset;	/* bytes already in place (an RTR sent again) */
 	uint32_t ctl_recv_id;	/* RTR, FIN */
 };
 TAILQ_HEAD(link_frame_list, link_frame);
@@ -161,6 +165,9 @@ struct rndv_recv {
 	uint64_t tag;
 	uint64_t msg_len;		/* bytes the sender has */
 	uint64_t wlen;			/* bytes to be written: min(msg_len, capacity) */
+	uint64_t placed;		/* bytes from the start in place: whole writes
+					 * the transport saw land (write_placed); an
+					 * RTR sent again asks only for the rest */
 	uint64_t send_id;		/* the sender's name for it */
 	uint32_t recv_id;		/* ours, the write's immediate */
 	bool reg_waiting;
@@ -250,6 +257,10 @@ struct link {
 	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
 	uint64_t peer_restarts;		/* new incarnations of the peer seen */
 	uint64_t rndv_restarts;		/* rendezvous writes started again */
+	uint64_t rndv_resumed_bytes;	/* of those, bytes not written again: the
+					 * receiver had them in place */
+	uint64_t tx_ahead_max;		/* most payload bytes a control frame, ACK
+					 * or keepalive was posted behind */
 	uint64_t illegal_moves;		/* frame_move() refused: a bug */
 	uint64_t silences;		/* connections broken: nothing heard */
 	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
@@ -264,8 +275,26 @@ struct link {
 	uint32_t gone_next;		/* ring index */
 };
 
-/* Bytes per RDMA write WR of a rendezvous. */
-#define LINK_WRITE_SEGMENT (1u << 20)
+/* Bytes per RDMA write WR of a rendezvous: the grain at which the
+ * rendezvous of different clients, and their eager sends, take turns on
+ * a link. */
+#define LINK_WRITE_SEGMENT (256u << 10)
+
+/*
+ * Payload bytes of data (EAGER payloads, RDMA write segments) a link lets
+ * wait in the transport's send queue: data is posted only while less than
+ * this is outstanding (xport sq_bytes), so a control frame, ACK or
+ * keepalive posted at any moment waits behind at most LINK_TX_BUDGET plus
+ * one data frame (a write segment, or an eager payload of up to
+ * eager_max), and on tcp the little the socket itself may hold (tcp.c,
+ * TCP_UNSENT_MAX and TCP_WINDOW_MAX): a millisecond at 1 GB/s, where a
+ * whole SQ of segments took seconds.  Within the budget the sends of all
+ * clients and the write segments of all rendezvous take turns, so a small
+ * message waits behind at most this much of another client's bulk.  Two
+ * segments keep the pipe full (one written while the next is posted);
+ * docs/link-scheduling.md has the measurements.
+ */
+#define LINK_TX_BUDGET (2u * LINK_WRITE_SEGMENT)
 
 /* Create the links for every configured peer.  Returns 0 or -errno. */
 int link_setup_all(struct daemon *d);

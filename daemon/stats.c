@@ -113,6 +113,8 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link, peer_timeouts, "peer_timeouts"),
 	U64(struct link, peer_restarts, "peer_restarts"),
 	U64(struct link, rndv_restarts, "rndv_restarts"),
+	U64(struct link, rndv_resumed_bytes, "rndv_resumed_bytes"),
+	U64(struct link, tx_ahead_max, "tx_ahead_max"),
 	U64(struct link, illegal_moves, "illegal_moves"),
 	U64(struct link, silences, "silences"),
 	U64(struct link, byes_rx, "byes_rx"),

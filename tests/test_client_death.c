@@ -225,7 +225,7 @@ static int64_t wait_baseline(const struct h_daemon *d, int fds, int maps, int ms
 /*
  * A2/B2's worst round trip.  A ping is one eager 256-byte message each
  * way; on an idle link it takes ~0.1-0.3 ms.  Here it shares the link with
- * 1 MiB RDMA write segments and the kills, and two cores with eight busy
+ * RDMA write segments and the kills, and two cores with eight busy
  * processes (two daemons, A1, B1, A2, B2, the test process polling stats,
  * the keeper).  Measured on this 2-core VM: mean 0.5-0.8 ms, worst 9-17 ms
  * (the same under ASan, and with a second instance of this test running
