@@ -459,7 +459,7 @@ struct result {
 	const char *test;
 	uint64_t size, iters;
 	unsigned window;		/* 0: not applicable */
-	double median_us, p99_us;	/* < 0: not applicable */
+	double median_us, p99_us, max_us;	/* < 0: not applicable */
 	double mbps, msgps;		/* < 0: not applicable */
 };
 
@@ -616,6 +616,7 @@ static void cli_lat(struct cli *k, uint64_t size, uint64_t warmup,
 	r->window = 0;
 	r->median_us = percentile(rtt, iters, 50) / 2e3;
 	r->p99_us = percentile(rtt, iters, 99) / 2e3;
+	r->max_us = rtt[iters - 1] / 2e3;
 	r->mbps = r->msgps = -1;
 	free(rtt);
 }
@@ -701,7 +702,7 @@ static void cli_bw(struct cli *k, const char *test, uint64_t size,
 	r->size = size;
 	r->iters = iters;
 	r->window = window;
-	r->median_us = r->p99_us = -1;
+	r->median_us = r->p99_us = r->max_us = -1;
 	r->mbps = (double)size * iters / secs / 1e6;
 	r->msgps = iters / secs;
 }
@@ -716,16 +717,18 @@ static void fmt_num(char *b, size_t n, double v, int prec)
 
 static void print_row(const struct result *r)
 {
-	char med[32], p99[32], mbps[32], msgps[32], win[16] = "";
+	char med[32], p99[32], max[32], mbps[32], msgps[32], win[16] = "";
 
 	fmt_num(med, sizeof(med), r->median_us, 2);
 	fmt_num(p99, sizeof(p99), r->p99_us, 2);
+	fmt_num(max, sizeof(max), r->max_us, 2);
 	fmt_num(mbps, sizeof(mbps), r->mbps, 1);
 	fmt_num(msgps, sizeof(msgps), r->msgps, 0);
 	if (r->window)
 		snprintf(win, sizeof(win), "%u", r->window);
-	printf("%-5s %10" PRIu64 " %10" PRIu64 " %10s %10s %10s %11s %6s\n",
-	       r->test, r->size, r->iters, med, p99, mbps, msgps, win);
+	/* max last: scripts read the columns before it by position. */
+	printf("%-5s %10" PRIu64 " %10" PRIu64 " %10s %10s %10s %11s %6s %10s\n",
+	       r->test, r->size, r->iters, med, p99, mbps, msgps, win, max);
 	fflush(stdout);
 }
 
@@ -751,6 +754,8 @@ static void print_json(const struct result *res, unsigned n)
 		json_num(r->median_us, 3);
 		printf(",\"p99_us\":");
 		json_num(r->p99_us, 3);
+		printf(",\"max_us\":");
+		json_num(r->max_us, 3);
 		printf(",\"mb_s\":");
 		json_num(r->mbps, 3);
 		printf(",\"msg_s\":");
@@ -840,9 +845,9 @@ static int run_client(const struct cli_opts *o)
 	if (!res)
 		die("out of memory");
 	if (!o->json)
-		printf("%-5s %10s %10s %10s %10s %10s %11s %6s\n", "test",
+		printf("%-5s %10s %10s %10s %10s %10s %11s %6s %10s\n", "test",
 		       "size(B)", "iterations", "median(us)", "p99(us)", "MB/s",
-		       "msg/s", "window");
+		       "msg/s", "window", "max(us)");
 
 	if (o->lat)
 		for (i = 0; i < o->nsizes; i++) {
@@ -925,7 +930,8 @@ static void usage(FILE *f)
 		"Buffers live in each queue's arena, [limits] arena_bytes of sluiced\n"
 		"(default 64M): bw needs window x size on both sides, lat 2 x size\n"
 		"(the server 2 to 4 x size); a run that does not fit says what to raise.\n"
-		"Latencies are one-way (RTT/2), nearest-rank median and p99;\n"
+		"Latencies are one-way (RTT/2), nearest-rank median and p99, and the\n"
+		"largest (max);\n"
 		"MB/s is 1e6 payload bytes per second.\n", WINDOW_MAX);
 }
 
