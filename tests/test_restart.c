@@ -1,0 +1,746 @@
+/*
+ * test_restart.c - a peer restart fails only what may have reached the
+ * old incarnation (issue 13, part 3).
+ *
+ * Two daemons on TCP loopback: the one with the lower node id dials (the
+ * "dialer"), the other accepts (the "accepter"); names are picked so that
+ * either role is known (sl_node_id).  A client streams 512-byte eager
+ * messages to a receiver on the other node, 64 in flight; every message
+ * names itself (testutil's msg_fill), so each receiver knows which
+ * arrived, and every send's completion is counted.  Each scenario is its
+ * own Check test case (CK_RUN_CASE=accepter_killed, for instance):
+ *   accepter_killed     the issue's input: kill -9 the accepter while 64
+ *                       sends are in flight, restart it 20 ms, 500 ms or
+ *                       5 s later; a new receiver binds the same port and
+ *                       posts 64 receives; only then does the client post
+ *                       64 new sends: all complete SL_OK, arrive once, in
+ *                       order, intact; each of the 64 in flight completes
+ *                       once, SL_ERR_PEER_RESTARTED only if it was not
+ *                       delivered again to the new incarnation
+ *   unsent_keep_order   sends posted while the accepter is dead wait in
+ *                       the dialer's backlog and go to the new
+ *                       incarnation, ahead of the sends posted after
+ *   accepter_sigterm    the same with SIGTERM (the peer says BYE): the
+ *                       dialer hears of the return at once and the 64 new
+ *                       sends complete SL_OK
+ *   survivor_learns     redial_min_ms = redial_max_ms = 20 s: the dialer's
+ *                       link is up again within 2 s of the restarted
+ *                       accepter listening (its nudge)
+ *   dialer_killed       the restarted node is the dialer: nothing posted
+ *                       after it died, or left unsent, fails
+ *   stranger_nudge      HELLOs claiming to be the accepter, from a
+ *                       stranger, on the dialer's port: the healthy link
+ *                       stays up on its connection and keeps working
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include "harness.h"
+#include "sl_wire.h"
+#include "sluice.h"
+#include "testutil.h"
+
+#define RS_PORT 4200u
+#define RS_TAG_OLD 1u
+#define RS_TAG_NEW 2u
+#define RS_INFLIGHT 64u
+#define RS_MSG 512u			/* bytes, eager */
+#define RS_STREAM 4000u			/* old messages posted at most */
+#define RS_KILL_AFTER 1000u		/* old sends completed before the fault */
+#define RS_UNSENT 16u			/* posted while the peer is dead */
+#define RS_NEW 64u			/* posted after the new receiver is bound */
+#define RS_IDS (RS_STREAM + RS_UNSENT + RS_NEW)
+#define RS_FIRST_UNSENT RS_STREAM
+#define RS_FIRST_NEW (RS_STREAM + RS_UNSENT)
+/* Longest wait without progress (a busy machine is slow, not stuck). */
+#define RS_QUIET_MS 10000
+/* The survivor's link is up again within this of the restarted peer's
+ * start (redial_max_ms is 20 s in those tests). */
+#define RS_LEARN_MS 2000
+#define RS_SLOW_REDIAL "[transport]\nredial_min_ms = 20000\nredial_max_ms = 20000\n"
+
+enum { ACC = 0, DIAL = 1 };	/* h_cluster_start starts the accepter first */
+
+struct sender {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	uint8_t *buf;			/* RS_IDS messages of RS_MSG bytes */
+	uint32_t src;			/* node id, named in the payloads */
+	sl_addr_t dst;
+	uint32_t next_old;		/* next old id to post */
+	uint32_t outstanding;
+	uint32_t completions;
+	uint8_t done[RS_IDS];
+	int32_t status[RS_IDS];
+};
+
+struct receiver {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	uint8_t *buf;			/* RS_INFLIGHT slots of RS_MSG bytes */
+	uint32_t src;			/* the sender's node id */
+	uint32_t n;			/* messages received */
+	int64_t last[3];		/* per tag: the last id received */
+	uint8_t got[RS_IDS];
+};
+
+static void roles(const char **names)
+{
+	bool a_dials = sl_node_id("A") < sl_node_id("B");
+
+	names[ACC] = a_dials ? "B" : "A";
+	names[DIAL] = a_dials ? "A" : "B";
+}
+
+static uint64_t tag_of(uint32_t id)
+{
+	return id < RS_STREAM ? RS_TAG_OLD : RS_TAG_NEW;
+}
+
+static void sender_open(struct sender *s, const struct h_daemon *d, const struct h_daemon *to)
+{
+	memset(s, 0, sizeof(*s));
+	H_EQ(sl_open(d->sock, &s->ctx), 0);
+	H_EQ(sl_queue_open(s->ctx, 0, 512, &s->q), 0);
+	s->buf = sl_alloc(s->q, (size_t)RS_IDS * RS_MSG);
+	H_ASSERT(s->buf, "sl_alloc");
+	s->src = d->node;
+	s->dst = (sl_addr_t){ to->node, RS_PORT };
+}
+
+static void sender_post(struct sender *s, uint32_t id)
+{
+	uint8_t *p = s->buf + (size_t)id * RS_MSG;
+
+	msg_fill(p, RS_MSG, s->src, id, tag_of(id));
+	H_EQ(sl_send(s->q, s->dst, tag_of(id), p, RS_MSG, id), 0);
+	s->outstanding++;
+}
+
+/* Take every send completion there is; each send completes once. */
+static unsigned sender_reap(struct sender *s)
+{
+	struct sl_cqe cqe;
+	unsigned n = 0;
+
+	while (sl_poll(s->q, &cqe, 1) == 1) {
+		uint64_t id = cqe.user_ctx;
+
+		H_ASSERT(cqe.opcode == SL_OP_SEND && id < RS_IDS, "opcode %u ctx %llu",
+			 cqe.opcode, (unsigned long long)id);
+		H_ASSERT(!s->done[id], "send %llu completed twice: %s, then %s",
+			 (unsigned long long)id, sl_strerror(s->status[id]),
+			 sl_strerror(cqe.status));
+		s->done[id] = 1;
+		s->status[id] = cqe.status;
+		s->completions++;
+		s->outstanding--;
+		n++;
+	}
+	return n;
+}
+
+static void receiver_open(struct receiver *r, const struct h_daemon *d, uint32_t src)
+{
+	memset(r, 0, sizeof(*r));
+	H_EQ(sl_open(d->sock, &r->ctx), 0);
+	H_EQ(sl_queue_open(r->ctx, RS_PORT, 256, &r->q), 0);
+	r->buf = sl_alloc(r->q, (size_t)RS_INFLIGHT * RS_MSG);
+	H_ASSERT(r->buf, "sl_alloc");
+	r->src = src;
+	r->last[RS_TAG_OLD] = r->last[RS_TAG_NEW] = -1;
+}
+
+static void receiver_post_all(struct receiver *r, uint64_t tag)
+{
+	uint32_t i;
+
+	for (i = 0; i < RS_INFLIGHT; i++)
+		H_EQ(sl_recv(r->q, SL_ANY_SOURCE, tag, ~0ull, r->buf + (size_t)i * RS_MSG,
+			     RS_MSG, i), 0);
+}
+
+/* Take every receive completion there is: each message intact, once, in
+ * its tag's order; the receive goes again when @repost. */
+static unsigned receiver_reap(struct receiver *r, bool repost)
+{
+	struct sl_cqe cqe;
+	unsigned n = 0;
+
+	while (sl_poll(r->q, &cqe, 1) == 1) {
+		uint8_t *p = r->buf + (size_t)cqe.user_ctx * RS_MSG;
+		struct msg_hdr h;
+
+		H_ASSERT(cqe.opcode == SL_OP_RECV && cqe.status == SL_OK &&
+			 cqe.user_ctx < RS_INFLIGHT && cqe.len == RS_MSG,
+			 "receive %llu: %s, %llu bytes", (unsigned long long)cqe.user_ctx,
+			 sl_strerror(cqe.status), (unsigned long long)cqe.len);
+		H_ASSERT(msg_decode(p, RS_MSG, &h) && h.seq < RS_IDS && h.tag == cqe.tag &&
+			 tag_of(h.seq) == cqe.tag && msg_check(p, RS_MSG, r->src, h.seq, h.tag),
+			 "receive %llu: not a message of the test intact (tag %llu)",
+			 (unsigned long long)cqe.user_ctx, (unsigned long long)cqe.tag);
+		H_ASSERT((int64_t)h.seq > r->last[cqe.tag], "message %u after %lld (tag %llu)",
+			 h.seq, (long long)r->last[cqe.tag], (unsigned long long)cqe.tag);
+		r->last[cqe.tag] = h.seq;
+		H_ASSERT(!r->got[h.seq], "message %u received twice", h.seq);
+		r->got[h.seq] = 1;
+		r->n++;
+		n++;
+		if (repost)
+			H_EQ(sl_recv(r->q, SL_ANY_SOURCE, cqe.tag, ~0ull, p, RS_MSG, cqe.user_ctx), 0);
+	}
+	return n;
+}
+
+/* A wait that fails only when nothing moves for RS_QUIET_MS. */
+struct progress {
+	int64_t at;
+	const char *what;
+};
+
+static void progress_start(struct progress *pg, const char *what)
+{
+	pg->at = h_now_ms();
+	pg->what = what;
+}
+
+static void progress_note(struct progress *pg, unsigned moved)
+{
+	if (moved) {
+		pg->at = h_now_ms();
+		return;
+	}
+	H_ASSERT(h_now_ms() - pg->at < RS_QUIET_MS, "%s: nothing moved for %d ms", pg->what,
+		 RS_QUIET_MS);
+	h_sleep_ms(1);
+}
+
+/* Stream old messages, 64 in flight, until @target sends completed; then
+ * fill the window again, so that 64 are in flight. */
+static void stream(struct sender *s, struct receiver *r, uint32_t target)
+{
+	struct progress pg;
+
+	progress_start(&pg, "stream");
+	while (s->completions < target) {
+		while (s->outstanding < RS_INFLIGHT && s->next_old < RS_STREAM)
+			sender_post(s, s->next_old++);
+		progress_note(&pg, sender_reap(s) + receiver_reap(r, true));
+	}
+	while (s->outstanding < RS_INFLIGHT && s->next_old < RS_STREAM)
+		sender_post(s, s->next_old++);
+	H_EQ(s->outstanding, RS_INFLIGHT);
+}
+
+static char *link_key(char *buf, size_t cap, const char *peer, const char *what)
+{
+	snprintf(buf, cap, "link.%s.%s", peer, what);
+	return buf;
+}
+
+/* Wait until @d's link to @peer is up (@up) or not; returns the ms it
+ * took.  Fatal after @bound_ms. */
+static int64_t wait_link_state(const struct h_daemon *d, const char *peer, bool up,
+			       int bound_ms)
+{
+	int64_t t0 = h_now_ms();
+	char key[64], state[16];
+
+	link_key(key, sizeof(key), peer, "state");
+	for (;;) {
+		h_daemon_stat_str(d, key, state, sizeof(state));
+		if ((strcmp(state, "up") == 0) == up)
+			return h_now_ms() - t0;
+		H_ASSERT(h_now_ms() - t0 < bound_ms, "%s: link to %s still %s after %d ms",
+			 d->name, peer, state, bound_ms);
+		h_sleep_ms(2);
+	}
+}
+
+static uint64_t link_stat(const struct h_daemon *d, const char *peer, const char *what)
+{
+	char key[64];
+
+	return h_daemon_stat(d, link_key(key, sizeof(key), peer, what));
+}
+
+/* Until every send posted has completed and the receiver has those of
+ * [@lo_new, @hi) that completed SL_OK (a failed one never arrives). */
+static void finish(struct sender *s, struct receiver *r, uint32_t lo_new, uint32_t hi)
+{
+	struct progress pg;
+	uint32_t i, missing;
+
+	progress_start(&pg, "after the restart");
+	for (;;) {
+		missing = s->outstanding;
+		for (i = lo_new; i < hi; i++)
+			missing += !r->got[i] && (!s->done[i] || s->status[i] == SL_OK);
+		if (!missing)
+			break;
+		progress_note(&pg, sender_reap(s) + receiver_reap(r, true));
+	}
+}
+
+struct old_fate {
+	uint32_t in_flight;		/* old sends not complete at the fault */
+	uint32_t ok_old;		/* of those: SL_OK, the old incarnation has it */
+	uint32_t to_new;		/* SL_OK, delivered to the new incarnation */
+	uint32_t failed;		/* the expected failure status */
+	uint32_t no_endpoint;		/* reached the new incarnation before its receiver */
+};
+
+/*
+ * The sends in flight at the fault ([@from, @to) of the old stream): each
+ * completed once (sender_reap); SL_OK, @fail_status or, for one that went
+ * to the new incarnation before its receiver was bound,
+ * SL_ERR_NO_ENDPOINT.  A message the new incarnation received completed
+ * SL_OK and never reached the old one; one that failed never reached the
+ * new one.  The new receiver collects the old messages it has first.
+ */
+static void check_old(const struct sender *s, struct receiver *r_old, struct receiver *r_new,
+		      uint32_t from, uint32_t to, int fail_status, struct old_fate *f)
+{
+	struct progress pg;
+	uint32_t i;
+
+	receiver_post_all(r_new, RS_TAG_OLD);
+	progress_start(&pg, "old messages at the new incarnation");
+	while (h_now_ms() - pg.at < 300)
+		if (!receiver_reap(r_new, true))
+			h_sleep_ms(5);
+	memset(f, 0, sizeof(*f));
+	f->in_flight = to - from;
+	for (i = from; i < to; i++) {
+		int st = s->status[i];
+
+		H_ASSERT(s->done[i], "old send %u never completed", i);
+		H_ASSERT(st == SL_OK || st == fail_status || st == SL_ERR_NO_ENDPOINT,
+			 "old send %u: %s", i, sl_strerror(st));
+		H_ASSERT(!(r_old->got[i] && r_new->got[i]), "message %u reached both incarnations",
+			 i);
+		if (r_new->got[i]) {
+			H_ASSERT(st == SL_OK, "message %u reached the new incarnation: %s", i,
+				 sl_strerror(st));
+			f->to_new++;
+		} else if (st == SL_OK) {
+			f->ok_old++;
+		} else if (st == fail_status) {
+			f->failed++;
+		} else {
+			H_ASSERT(!r_old->got[i], "message %u reached the old incarnation, then "
+				 "NO_ENDPOINT", i);
+			f->no_endpoint++;
+		}
+	}
+}
+
+/* Every send of [@lo, @hi) completed SL_OK and arrived (in order, once:
+ * receiver_reap). */
+static void expect_all_ok(const struct sender *s, const struct receiver *r, uint32_t lo,
+			  uint32_t hi, const char *what)
+{
+	uint32_t i, ok = 0, first_bad = hi;
+
+	for (i = lo; i < hi; i++) {
+		if (s->done[i] && s->status[i] == SL_OK && r->got[i])
+			ok++;
+		else if (first_bad == hi)
+			first_bad = i;
+	}
+	H_ASSERT(ok == hi - lo, "%s: %u of %u SL_OK and delivered; the first other, %u: %s%s",
+		 what, ok, hi - lo, first_bad - lo, first_bad < hi && s->done[first_bad] ?
+		 sl_strerror(s->status[first_bad]) : "not completed",
+		 first_bad < hi && r->got[first_bad] ? ", delivered" : "");
+}
+
+static void close_queue_ctx(struct sl_ctx *ctx)
+{
+	sl_close(ctx);
+}
+
+/* ------------------------------------------------------------------ */
+
+static const int restart_delay_ms[] = { 20, 500, 5000 };
+
+/*
+ * The issue's input, with the restart delay of loop iteration @_i.  The
+ * 64 sends posted after the new receiver was bound complete SL_OK; each
+ * of the 64 in flight at the kill completes once.
+ */
+START_TEST(accepter_killed)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sender *s = calloc(1, sizeof(*s));
+	struct receiver *r_old = calloc(1, sizeof(*r_old)), *r_new = calloc(1, sizeof(*r_new));
+	struct old_fate f;
+	uint32_t first_in_flight, i;
+	int delay = restart_delay_ms[_i];
+	int64_t t_kill, down_ms;
+
+	H_ASSERT(s && r_old && r_new, "calloc");
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	receiver_open(r_old, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_old, RS_TAG_OLD);
+	sender_open(s, &nodes[DIAL], &nodes[ACC]);
+	stream(s, r_old, RS_KILL_AFTER);
+	first_in_flight = s->next_old - RS_INFLIGHT;
+
+	t_kill = h_now_ms();
+	h_daemon_kill(&nodes[ACC]);
+	receiver_reap(r_old, false);	/* what the old incarnation delivered */
+	close_queue_ctx(r_old->ctx);
+	down_ms = wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
+	while (h_now_ms() - t_kill < delay)
+		h_sleep_ms(1);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, NULL);
+	receiver_open(r_new, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_new, RS_TAG_NEW);
+	for (i = RS_FIRST_NEW; i < RS_IDS; i++)
+		sender_post(s, i);
+	finish(s, r_new, RS_FIRST_NEW, RS_IDS);
+	expect_all_ok(s, r_new, RS_FIRST_NEW, RS_IDS, "new sends after the restart");
+	check_old(s, r_old, r_new, first_in_flight, s->next_old, SL_ERR_PEER_RESTARTED, &f);
+	printf("accepter_killed (restart %d ms after the kill; the dialer saw the link down "
+	       "after %lld ms): 64 new sends SL_OK, in order; of the %u in flight at the kill: "
+	       "%u SL_OK from the old incarnation, %u SL_ERR_PEER_RESTARTED, %u delivered to "
+	       "the new one, %u SL_ERR_NO_ENDPOINT there; restart_failed %llu, "
+	       "restart_kept %llu\n", delay, (long long)down_ms, f.in_flight, f.ok_old,
+	       f.failed, f.to_new, f.no_endpoint,
+	       (unsigned long long)link_stat(&nodes[DIAL], names[ACC], "restart_failed"),
+	       (unsigned long long)link_stat(&nodes[DIAL], names[ACC], "restart_kept"));
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "peer_restarts"), 1);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "restart_failed"), f.failed);
+	close_queue_ctx(r_new->ctx);
+	close_queue_ctx(s->ctx);
+	h_cluster_stop(nodes, 2);
+	free(s);
+	free(r_old);
+	free(r_new);
+}
+END_TEST
+
+/*
+ * Sends posted while the accepter is dead (16, in the dialer's backlog)
+ * go to its new incarnation, in order, ahead of the 64 posted after.  The
+ * dialer stands still (SIGSTOP) while the accepter restarts and its new
+ * receiver binds, so that nothing reaches the new incarnation before a
+ * receiver is there.
+ */
+START_TEST(unsent_keep_order)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sender *s = calloc(1, sizeof(*s));
+	struct receiver *r_old = calloc(1, sizeof(*r_old)), *r_new = calloc(1, sizeof(*r_new));
+	struct progress pg;
+	uint32_t i;
+
+	H_ASSERT(s && r_old && r_new, "calloc");
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	receiver_open(r_old, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_old, RS_TAG_OLD);
+	sender_open(s, &nodes[DIAL], &nodes[ACC]);
+	stream(s, r_old, 200);
+	progress_start(&pg, "the old stream");
+	while (s->outstanding)
+		progress_note(&pg, sender_reap(s) + receiver_reap(r_old, true));
+	close_queue_ctx(r_old->ctx);
+
+	h_daemon_kill(&nodes[ACC]);
+	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
+	for (i = RS_FIRST_UNSENT; i < RS_FIRST_NEW; i++)
+		sender_post(s, i);
+	progress_start(&pg, "unsent sends reaching the backlog");
+	while (link_stat(&nodes[DIAL], names[ACC], "backlog") != RS_UNSENT)
+		progress_note(&pg, sender_reap(s));
+	H_EQ(kill(nodes[DIAL].pid, SIGSTOP), 0);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, NULL);
+	receiver_open(r_new, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_new, RS_TAG_NEW);
+	H_EQ(kill(nodes[DIAL].pid, SIGCONT), 0);
+	for (i = RS_FIRST_NEW; i < RS_IDS; i++)
+		sender_post(s, i);
+	finish(s, r_new, RS_FIRST_UNSENT, RS_IDS);
+	expect_all_ok(s, r_new, RS_FIRST_UNSENT, RS_FIRST_NEW, "sends posted while it was dead");
+	expect_all_ok(s, r_new, RS_FIRST_NEW, RS_IDS, "sends posted after the restart");
+	H_EQ(r_new->n, RS_UNSENT + RS_NEW);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "peer_restarts"), 1);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "restart_failed"), 0);
+	H_ASSERT(link_stat(&nodes[DIAL], names[ACC], "restart_kept") >= RS_UNSENT,
+		 "restart_kept %llu",
+		 (unsigned long long)link_stat(&nodes[DIAL], names[ACC], "restart_kept"));
+	printf("unsent_keep_order: %u sends posted while the accepter was dead and %u after "
+	       "its restart: all SL_OK, delivered once, in order\n", RS_UNSENT, RS_NEW);
+	close_queue_ctx(r_new->ctx);
+	close_queue_ctx(s->ctx);
+	h_cluster_stop(nodes, 2);
+	free(s);
+	free(r_old);
+	free(r_new);
+}
+END_TEST
+
+/*
+ * SIGTERM instead of kill -9: the accepter says BYE, the dialer fails what
+ * waited on it SL_ERR_PEER_DOWN, each once.  Restarted 500 ms later, it
+ * tells the dialer (redial_max_ms 20 s) that it is back: the link is up
+ * within RS_LEARN_MS, and the 64 sends posted after the new receiver is
+ * bound complete SL_OK.
+ */
+START_TEST(accepter_sigterm)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sender *s = calloc(1, sizeof(*s));
+	struct receiver *r_old = calloc(1, sizeof(*r_old)), *r_new = calloc(1, sizeof(*r_new));
+	struct old_fate f;
+	uint32_t first_in_flight, i;
+	int64_t t_stop, learn_ms;
+
+	H_ASSERT(s && r_old && r_new, "calloc");
+	roles(names);
+	h_cluster_start_conf(nodes, names, 2, RS_SLOW_REDIAL);
+	receiver_open(r_old, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_old, RS_TAG_OLD);
+	sender_open(s, &nodes[DIAL], &nodes[ACC]);
+	stream(s, r_old, RS_KILL_AFTER);
+	first_in_flight = s->next_old - RS_INFLIGHT;
+
+	t_stop = h_now_ms();
+	close_queue_ctx(r_old->ctx);	/* the drain waits for its clients */
+	h_daemon_stop(&nodes[ACC]);
+	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
+	while (h_now_ms() - t_stop < 500)
+		h_sleep_ms(1);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, RS_SLOW_REDIAL);
+	receiver_open(r_new, &nodes[ACC], nodes[DIAL].node);
+	receiver_post_all(r_new, RS_TAG_NEW);
+	learn_ms = wait_link_state(&nodes[DIAL], names[ACC], true, RS_LEARN_MS);
+	for (i = RS_FIRST_NEW; i < RS_IDS; i++)
+		sender_post(s, i);
+	finish(s, r_new, RS_FIRST_NEW, RS_IDS);
+	expect_all_ok(s, r_new, RS_FIRST_NEW, RS_IDS, "new sends after the restart");
+	check_old(s, r_old, r_new, first_in_flight, s->next_old, SL_ERR_PEER_DOWN, &f);
+	H_EQ(f.to_new + f.no_endpoint, 0);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "byes_rx"), 1);
+	printf("accepter_sigterm: link up %lld ms after the restarted accepter answered "
+	       "(redial_max_ms 20000); 64 new sends SL_OK, in order; of the %u in flight at "
+	       "the SIGTERM: %u SL_OK, %u SL_ERR_PEER_DOWN\n", (long long)learn_ms,
+	       f.in_flight, f.ok_old, f.failed);
+	close_queue_ctx(r_new->ctx);
+	close_queue_ctx(s->ctx);
+	h_cluster_stop(nodes, 2);
+	free(s);
+	free(r_old);
+	free(r_new);
+}
+END_TEST
+
+/*
+ * The accepter dies (kill -9) with the link idle and comes back 300 ms
+ * later; the dialer would redial only after redial_max_ms (20 s).  Its
+ * link is up again within RS_LEARN_MS of the restarted daemon answering
+ * (which it does after it listens), and a message goes through.
+ */
+START_TEST(survivor_learns)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	int64_t learn_ms;
+
+	roles(names);
+	h_cluster_start_conf(nodes, names, 2, RS_SLOW_REDIAL);
+	h_daemon_kill(&nodes[ACC]);
+	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
+	h_sleep_ms(300);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, RS_SLOW_REDIAL);
+	learn_ms = wait_link_state(&nodes[DIAL], names[ACC], true, RS_LEARN_MS);
+	h_wait_link(&nodes[DIAL], &nodes[ACC]);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "peer_restarts"), 1);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "nudges_rx"), 1);
+	printf("survivor_learns: the dialer's link was up %lld ms after the restarted accepter "
+	       "answered (redial_max_ms 20000)\n", (long long)learn_ms);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/*
+ * The restarted node is the dialer: a client on the accepter streams to a
+ * receiver on the dialer, which is killed with 64 in flight; 16 more are
+ * posted while it is dead.  The accepter stands still while the dialer
+ * restarts (its dial waits in the accepter's listen queue) and the new
+ * receiver binds.  The 16 and the 64 posted after complete SL_OK, in
+ * order; each of the 64 in flight completes once.
+ */
+START_TEST(dialer_killed)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sender *s = calloc(1, sizeof(*s));
+	struct receiver *r_old = calloc(1, sizeof(*r_old)), *r_new = calloc(1, sizeof(*r_new));
+	struct progress pg;
+	struct old_fate f;
+	uint32_t first_in_flight, i;
+
+	H_ASSERT(s && r_old && r_new, "calloc");
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	receiver_open(r_old, &nodes[DIAL], nodes[ACC].node);
+	receiver_post_all(r_old, RS_TAG_OLD);
+	sender_open(s, &nodes[ACC], &nodes[DIAL]);
+	stream(s, r_old, RS_KILL_AFTER);
+	first_in_flight = s->next_old - RS_INFLIGHT;
+
+	h_daemon_kill(&nodes[DIAL]);
+	receiver_reap(r_old, false);
+	close_queue_ctx(r_old->ctx);
+	wait_link_state(&nodes[ACC], names[DIAL], false, 5000);
+	for (i = RS_FIRST_UNSENT; i < RS_FIRST_NEW; i++)
+		sender_post(s, i);
+	progress_start(&pg, "unsent sends reaching the backlog");
+	while (link_stat(&nodes[ACC], names[DIAL], "backlog") < RS_UNSENT)
+		progress_note(&pg, sender_reap(s));
+	H_EQ(kill(nodes[ACC].pid, SIGSTOP), 0);
+	h_daemon_restart(&nodes[DIAL], &nodes[ACC], 1, NULL);
+	receiver_open(r_new, &nodes[DIAL], nodes[ACC].node);
+	receiver_post_all(r_new, RS_TAG_NEW);
+	H_EQ(kill(nodes[ACC].pid, SIGCONT), 0);
+	for (i = RS_FIRST_NEW; i < RS_IDS; i++)
+		sender_post(s, i);
+	finish(s, r_new, RS_FIRST_UNSENT, RS_IDS);
+	expect_all_ok(s, r_new, RS_FIRST_UNSENT, RS_FIRST_NEW, "sends posted while it was dead");
+	expect_all_ok(s, r_new, RS_FIRST_NEW, RS_IDS, "sends posted after the restart");
+	check_old(s, r_old, r_new, first_in_flight, s->next_old, SL_ERR_PEER_RESTARTED, &f);
+	H_EQ(f.no_endpoint, 0);
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "peer_restarts"), 1);
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "restart_failed"), f.failed);
+	printf("dialer_killed: %u posted while the dialer was dead and %u after: SL_OK, in "
+	       "order; of the %u in flight at the kill: %u SL_OK from the old incarnation, %u "
+	       "SL_ERR_PEER_RESTARTED, %u delivered to the new one\n", RS_UNSENT, RS_NEW,
+	       f.in_flight, f.ok_old, f.failed, f.to_new);
+	close_queue_ctx(r_new->ctx);
+	close_queue_ctx(s->ctx);
+	h_cluster_stop(nodes, 2);
+	free(s);
+	free(r_old);
+	free(r_new);
+}
+END_TEST
+
+static int tcp_connect_port(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
+		 strerror(errno));
+	return fd;
+}
+
+/* Milliseconds until the daemon closes @fd, or -1 after @limit_ms. */
+static int64_t ms_until_closed(int fd, int limit_ms)
+{
+	int64_t t0 = h_now_ms();
+	char b[256];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = limit_ms - (h_now_ms() - t0);
+
+		if (left <= 0)
+			return -1;
+		if (poll(&pfd, 1, (int)left) == 1 && read(fd, b, sizeof(b)) <= 0)
+			return h_now_ms() - t0;
+	}
+}
+
+#define SN_NUDGES 20
+
+/*
+ * A stranger connects to the dialer's port 20 times and says HELLO as
+ * the accepter (a new incarnation each time).  Each connection is closed
+ * at once; the healthy link is never broken (same connection count, same
+ * incarnation, no restart) and a message still goes through.
+ */
+START_TEST(stranger_nudge)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct h_stats *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
+	char key[64], inc0[32], inc1[32];
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	int i, n, fd;
+	int64_t ms;
+
+	H_ASSERT(before && after, "malloc");
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	h_wait_link(&nodes[DIAL], &nodes[ACC]);
+	h_daemon_stats(&nodes[DIAL], before);
+	for (i = 0; i < SN_NUDGES; i++) {
+		struct sl_wire_frame f = { .type = SL_WIRE_HELLO };
+
+		f.u.hello.node_id = nodes[ACC].node;
+		f.u.hello.eager_max = 65536;
+		f.u.hello.incarnation = 0x5742414e47455200ull + (uint64_t)i;
+		f.u.hello.credits = 16;
+		n = sl_wire_encode(&f, hdr, sizeof(hdr));
+		H_ASSERT(n > 0, "encode: %d", n);
+		fd = tcp_connect_port(nodes[DIAL].tcp_port);
+		H_EQ(write(fd, hdr, (size_t)n), n);
+		ms = ms_until_closed(fd, 2000);
+		H_ASSERT(ms >= 0, "nudge %d: connection still open after 2 s", i);
+		H_EQ(close(fd), 0);
+	}
+	h_wait_link(&nodes[DIAL], &nodes[ACC]);
+	h_wait_link(&nodes[ACC], &nodes[DIAL]);
+	h_daemon_stats(&nodes[DIAL], after);
+	link_key(key, sizeof(key), names[ACC], "connects");
+	H_EQ(h_stats_u64(after, key), h_stats_u64(before, key));
+	link_key(key, sizeof(key), names[ACC], "peer_restarts");
+	H_EQ(h_stats_u64(after, key), 0);
+	link_key(key, sizeof(key), names[ACC], "incarnation");
+	H_ASSERT(strcmp(h_stats_str(before, key, inc0, sizeof(inc0)),
+			h_stats_str(after, key, inc1, sizeof(inc1))) == 0, "incarnation %s, was %s",
+		 inc1, inc0);
+	link_key(key, sizeof(key), names[ACC], "nudges_rx");
+	H_EQ(h_stats_u64(after, key), SN_NUDGES);
+	printf("stranger_nudge: %d forged HELLOs on the dialer's port: each connection closed, "
+	       "the link kept its connection and incarnation\n", SN_NUDGES);
+	h_cluster_stop(nodes, 2);
+	free(before);
+	free(after);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("restart");
+
+	tcase_add_loop_test(h_tcase(s, "accepter_killed", 120), accepter_killed, 0,
+			    (int)(sizeof(restart_delay_ms) / sizeof(restart_delay_ms[0])));
+	tcase_add_test(h_tcase(s, "unsent_keep_order", 60), unsent_keep_order);
+	tcase_add_test(h_tcase(s, "accepter_sigterm", 60), accepter_sigterm);
+	tcase_add_test(h_tcase(s, "survivor_learns", 60), survivor_learns);
+	tcase_add_test(h_tcase(s, "dialer_killed", 60), dialer_killed);
+	tcase_add_test(h_tcase(s, "stranger_nudge", 60), stranger_nudge);
+	return h_run_suite(s);
+}
