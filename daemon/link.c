@@ -302,16 +302,22 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 	return n;
 }
 
+static void hello_fill(const struct link *l, struct sl_wire_frame *wf)
+{
+	*wf = (struct sl_wire_frame){ .type = SL_WIRE_HELLO };
+	wf->u.hello.node_id = l->d->cfg.node_id;
+	wf->u.hello.eager_max = l->d->cfg.eager_max;
+	wf->u.hello.incarnation = l->d->incarnation;
+	wf->u.hello.last_rx_seq = l->rx_seq;
+	wf->u.hello.credits = l->d->cfg.eager_credits;
+	wf->u.hello.peer_incarnation = l->peer_incarnation;
+}
+
 static int post_hello(struct link *l)
 {
-	struct sl_wire_frame wf = { .type = SL_WIRE_HELLO };
+	struct sl_wire_frame wf;
 
-	wf.u.hello.node_id = l->d->cfg.node_id;
-	wf.u.hello.eager_max = l->d->cfg.eager_max;
-	wf.u.hello.incarnation = l->d->incarnation;
-	wf.u.hello.last_rx_seq = l->rx_seq;
-	wf.u.hello.credits = l->d->cfg.eager_credits;
-	wf.u.hello.peer_incarnation = l->peer_incarnation;
+	hello_fill(l, &wf);
 	return post_frame(l, &wf, NULL, 0);
 }
 
@@ -1375,6 +1381,11 @@ static void dial_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	if (!l->dialer) {
+		if (l->nudge)
+			l->d->xp->ops->close(l->nudge, -ETIMEDOUT);	/* -> closed() */
+		return;
+	}
 	if (l->state == LINK_UP || !l->conn)
 		return;
 	log_debug("link %s: no link within %.0f s of dialing: dialing again", l->peer->name,
@@ -1390,6 +1401,87 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (l->state == LINK_DOWN)
 		link_dial(l);
+}
+
+/*
+ * A starting accepter tells each peer that dials it that it is back (the
+ * peer would otherwise learn it at its next redial, up to redial_max_ms
+ * later): a short connection carrying our HELLO, closed once it has left.
+ * A peer that is not there is not asked again: it dials us when it
+ * starts.  dial_w bounds a connect that hangs.
+ */
+static void link_nudge(struct link *l)
+{
+	struct daemon *d = l->d;
+	int rc = d->xp->ops->connect(d->xp, l->peer->host, l->peer->port, l, &l->nudge);
+
+	if (rc < 0) {
+		l->nudge = NULL;
+		log_debug("link %s: cannot tell it we started: %s", l->peer->name, strerror(-rc));
+		return;
+	}
+	ev_timer_set(&l->dial_w, LINK_DIAL_TIMEOUT, 0.0);
+	ev_timer_start(d->loop, &l->dial_w);
+}
+
+static void nudge_connected(struct link *l, struct xport_conn *c, int err)
+{
+	const struct xport_ops *ops = l->d->xp->ops;
+	struct sl_wire_frame wf;
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	struct xport_send_wr wr = { .hdr = hdr };
+	int n;
+
+	if (err) {
+		log_debug("link %s: cannot tell it we started: %s", l->peer->name, strerror(-err));
+		l->nudge = NULL;	/* the conn is gone after this call */
+		ev_timer_stop(l->d->loop, &l->dial_w);
+		return;
+	}
+	hello_fill(l, &wf);
+	n = sl_wire_encode(&wf, hdr, sizeof(hdr));
+	if (n > 0) {
+		wr.hdr_len = (uint32_t)n;
+		n = ops->post_send(c, &wr);
+	}
+	if (n < 0) {
+		log_warn("link %s: cannot tell it we started: %s", l->peer->name, strerror(-n));
+		ops->close(c, -ECONNABORTED);	/* -> closed() */
+		return;
+	}
+	l->nudges_tx++;
+	ops->flush(c);	/* its completion closes it */
+}
+
+/*
+ * A HELLO on a connection that a peer we dial opened: it started, and
+ * says so (it never dials us).  Links are not authenticated yet, so
+ * anything can say this; it may only make us act early, never break a
+ * link.  Down, we dial now rather than at the end of the back-off; up,
+ * a keepalive goes out on the connection (the host of a dead incarnation
+ * answers it with a reset, and the link redials).  Connecting, the dial
+ * under way goes on (LINK_DIAL_TIMEOUT bounds it).  The connection
+ * carries nothing else: closed.
+ */
+static void nudge_heard(struct link *l, struct xport_conn *c)
+{
+	struct daemon *d = l->d;
+
+	l->nudges_rx++;
+	d->xp->ops->close(c, -ECONNABORTED);
+	if (d->stopping)
+		return;
+	if (l->state == LINK_DOWN) {
+		log_info("link %s: the peer says it started: dialing now", l->peer->name);
+		ev_timer_stop(d->loop, &l->redial_w);
+		l->redial_delay = d->cfg.redial_min_ms / 1e3;
+		link_dial(l);
+	} else if (l->state == LINK_UP && d->xp->ops->sq_space(l->conn) > 0) {
+		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
+
+		if (post_frame(l, &wf, NULL, 0) == 0)
+			d->xp->ops->flush(l->conn);
+	}
 }
 
 unsigned link_count_up(const struct daemon *d)
@@ -1513,19 +1605,79 @@ static void alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
-/* The peer came back as a new incarnation: nothing of the old one will
- * ever answer.  What was pending for it fails SL_ERR_PEER_RESTARTED, and
- * both streams start again from seq 1. */
+/* Send @f cannot have reached the peer's old incarnation: out of every
+ * list and onto @keep, as if never posted (a new seq when it goes, EAGER
+ * or RTS by the new incarnation's eager_max). */
+static void restart_keep(struct link *l, struct link_frame *f, struct link_frame_list *keep)
+{
+	if (f->owner == FO_WIRE && !frame_move(l, f, OWN(FO_WIRE), FO_BACKLOG))
+		return;
+	list_unlink(l, f);
+	f->type = SL_WIRE_EAGER;
+	f->seq = 0;
+	f->maybe_reached = false;
+	TAILQ_INSERT_TAIL(keep, f, link);
+}
+
+/* Sends not yet decided that are unacknowledged or in rendezvous. */
+static uint32_t sends_posted(const struct link *l)
+{
+	const struct link_frame *f;
+	uint32_t n = 0;
+
+	TAILQ_FOREACH(f, &l->unacked, link)
+		n += is_send(f) && !frame_decided(f);
+	TAILQ_FOREACH(f, &l->rndv_tx, rlink)
+		n += f->where != FL_UNACKED && !frame_decided(f);
+	return n;
+}
+
+/*
+ * The peer came back as a new incarnation: nothing of the old one will
+ * ever answer.  What may have reached it fails SL_ERR_PEER_RESTARTED, each
+ * once: sends whose frame the transport handed on (maybe_reached), every
+ * rendezvous past its RTS, and the rendezvous it was sending us.  Sends
+ * that cannot have reached it (never posted, or their WR completed
+ * XPORT_WR_UNSENT) go to the new incarnation, in their order: unacked
+ * ones were posted before any in the backlog.  Both streams start again
+ * from seq 1.
+ */
 static void link_peer_restarted(struct link *l, uint64_t incarnation)
 {
+	struct link_frame_list keep = TAILQ_HEAD_INITIALIZER(keep);
+	struct link_frame *f, *next;
+	uint32_t kept = 0, failed;
+
 	l->peer_restarts++;
-	log_warn("link %s: peer restarted (incarnation %016llx, was %016llx): failing %u "
-		 "queued sends, %u unacknowledged, %u rendezvous sending, %u receiving",
-		 l->peer->name, (unsigned long long)incarnation,
-		 (unsigned long long)l->peer_incarnation, l->n_backlog - l->n_ctl,
-		 l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
+	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (is_send(f) && !f->maybe_reached && !f->wrs && !frame_decided(f)) {
+			restart_keep(l, f, &keep);
+			kept++;
+		}
+	}
+	for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (is_send(f)) {
+			restart_keep(l, f, &keep);
+			kept++;
+		}
+	}
+	failed = sends_posted(l);
+	l->restart_failed += failed;
+	l->restart_kept += kept;
+	log_warn("link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that may "
+		 "have reached it fail, %u that cannot have go to the new one; %u rendezvous "
+		 "receiving end", l->peer->name, (unsigned long long)incarnation,
+		 (unsigned long long)l->peer_incarnation, failed, kept, l->n_rndv_rx);
 	fail_everything(l, SL_ERR_PEER_RESTARTED, false, true);
 	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
+	while ((f = TAILQ_FIRST(&keep))) {
+		TAILQ_REMOVE(&keep, f, link);
+		f->where = FL_BACKLOG;
+		TAILQ_INSERT_TAIL(&l->backlog, f, link);
+		l->n_backlog++;
+	}
 }
 
 /*
@@ -1604,10 +1756,16 @@ static void link_up(struct link *l)
 	daemon_kick(l->d);
 }
 
+static void nudge_connected(struct link *l, struct xport_conn *c, int err);
+
 static void up_connected(struct xport_conn *c, void *ctx, int err)
 {
 	struct link *l = ctx;
 
+	if (c == l->nudge) {
+		nudge_connected(l, c, err);
+		return;
+	}
 	if (err) {
 		link_dial_failed(l, err);
 		l->conn = NULL;
@@ -1635,9 +1793,13 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	struct link *l = ctx;
 	struct link_frame *f = (struct link_frame *)(uintptr_t)(wr_id & ~(uint64_t)1);
 
-	(void)c;
 	if (!l)
 		return;
+	if (c == l->nudge) {
+		/* Our HELLO is out: an orderly close, after it. */
+		l->d->xp->ops->close(c, 0);
+		return;
+	}
 	/* An SQ slot is free: whatever waits for one may move next pass
 	 * (any release re-drives the deferred work; Open MPI issue 92). */
 	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
@@ -1645,6 +1807,8 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	if (!f)
 		return;	/* a control frame */
 	f->wrs--;
+	if (!(wr_id & 1))
+		f->maybe_reached = status != XPORT_WR_UNSENT;
 	/* An RDMA write error is followed by closed(), which fails the
 	 * send; success waits for the receiver's DONE. */
 	if ((wr_id & 1) && status)
@@ -1780,7 +1944,11 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c,
 {
 	struct link *l = link_find(d, wf->u.hello.node_id);
 
-	if (!l || l->dialer) {
+	if (l && l->dialer) {
+		nudge_heard(l, c);
+		return 0;
+	}
+	if (!l) {
 		log_warn("tcp: %s: HELLO from unexpected node %08x", d->xp->ops->peer_name(c),
 			 wf->u.hello.node_id);
 		return -EPROTO;
@@ -1811,6 +1979,8 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 			return -EPROTO;
 		return attach_accepted(x->ctx, c, wf);
 	}
+	if (c == l->nudge)
+		return -EPROTO;	/* the peer has nothing to say on it */
 	l->frames_rx++;
 	l->rx_at = ev_now(l->d->loop);
 	if (wf->type == SL_WIRE_HELLO) {
@@ -1913,6 +2083,11 @@ static void up_closed(struct xport_conn *c, void *ctx, int err)
 {
 	struct link *l = ctx;
 
+	if (l && c == l->nudge) {
+		l->nudge = NULL;
+		ev_timer_stop(l->d->loop, &l->dial_w);
+		return;
+	}
 	if (!l || l->conn != c)
 		return;
 	link_went_down(l, err);
@@ -1981,6 +2156,8 @@ int link_setup_all(struct daemon *d)
 		timeout_arm(l);	/* a peer never seen times out too */
 		if (l->dialer)
 			link_dial(l);
+		else
+			link_nudge(l);
 		log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id,
 			 l->peer->host, l->peer->port, l->dialer ? "dialing" : "waiting");
 	}
@@ -2069,6 +2246,8 @@ void link_teardown_all(struct daemon *d)
 		ev_timer_stop(d->loop, &l->timeout_w);
 		if (l->conn)
 			d->xp->ops->close(l->conn, -ECONNABORTED);
+		if (l->nudge)
+			d->xp->ops->close(l->nudge, -ECONNABORTED);
 		/* The close flushed every WR: nothing is posted any more. */
 		fail_everything(l, SL_ERR_CANCELED, false, true);
 		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));

@@ -24,13 +24,21 @@
  * down for [transport] peer_timeout_ms (every send waiting on it, every
  * rendezvous with it and every receive naming that node as its source
  * complete SL_ERR_PEER_DOWN, each on its own, and so do new ones until it
- * is back); and the peer back with a new incarnation (what was pending
- * for the old one completes SL_ERR_PEER_RESTARTED).  No ACK progress for
+ * is back); and the peer back with a new incarnation (what may have
+ * reached the old one completes SL_ERR_PEER_RESTARTED: a send whose frame
+ * the transport handed on, xport.h, and every rendezvous past its RTS;
+ * sends that cannot have reached it, those never posted and those whose
+ * WR completed XPORT_WR_UNSENT, go to the new incarnation in their order,
+ * numbered afresh).  No ACK progress for
  * [transport] ack_timeout_ms while frames wait for one breaks the
  * connection (a silent partition, a hung peer): the retransmission timer.
  *
  * The node with the lower id dials; the other accepts and learns who
- * called from the HELLO.
+ * called from the HELLO.  An accepter that starts nudges each peer that
+ * dials it (a short connection with its HELLO): the peer dials at once
+ * instead of at the end of its redial back-off.  Anything can send a
+ * nudge (links are not authenticated yet), so it only ever makes a down
+ * link dial early, or an up one send a keepalive, never breaks a link.
  *
  * Rendezvous (messages above the peer's eager_max): the send's frame goes
  * out as an RTS and stays the owner of its descriptor.  When the peer's
@@ -117,6 +125,10 @@ struct link_frame {
 	bool in_rndv, in_writes, in_reap;
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
+	bool maybe_reached;	/* send: its last posted frame may have reached
+				 * the peer (its WR did not complete
+				 * XPORT_WR_UNSENT); such a send fails when the
+				 * peer restarts, others go to the new one */
 	bool deferred;		/* control: a post was refused (counted once) */
 	bool rtr_stale;		/* rendezvous send: the connection broke after
 				 * its RTR; it writes again only on a new one */
@@ -203,6 +215,7 @@ struct link {
 	bool was_up;			/* up since the last timeout or start */
 	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
+	struct xport_conn *nudge;	/* accepter: telling the peer we started */
 	uint64_t peer_incarnation;
 	uint32_t peer_eager_max;
 	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
@@ -256,6 +269,9 @@ struct link {
 	uint64_t ack_timeouts;		/* connections broken for want of acks */
 	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
 	uint64_t peer_restarts;		/* new incarnations of the peer seen */
+	uint64_t restart_failed;	/* sends failed by those: may have reached it */
+	uint64_t restart_kept;		/* sends carried over to the new incarnation */
+	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
 	uint64_t rndv_restarts;		/* rendezvous writes started again */
 	uint64_t rndv_resumed_bytes;	/* of those, bytes not written again: the
 					 * receiver had them in place */
@@ -269,7 +285,8 @@ struct link {
 	 * nothing heard for max(ack_timeout_ms, 1 s) breaks the connection:
 	 * an idle side learns of a partition too, and the dialer redials. */
 	ev_timer alive_w;
-	ev_timer dial_w;		/* a dial that takes too long is redone */
+	ev_timer dial_w;		/* a dial that takes too long is redone; an
+					 * accepter's nudge, given up */
 	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
 	struct { uint64_t send_id; int32_t status; } gone[LINK_GONE_MAX];
 	uint32_t gone_next;		/* ring index */

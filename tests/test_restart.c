@@ -70,6 +70,8 @@
  * start (redial_max_ms is 20 s in those tests). */
 #define RS_LEARN_MS 2000
 #define RS_SLOW_REDIAL "[transport]\nredial_min_ms = 20000\nredial_max_ms = 20000\n"
+/* ... and a SIGTERM that cancels the receives still posted soon. */
+#define RS_SLOW_REDIAL_QUICK_DRAIN RS_SLOW_REDIAL "[daemon]\nshutdown_drain_ms = 200\n"
 
 enum { ACC = 0, DIAL = 1 };	/* h_cluster_start starts the accepter first */
 
@@ -173,7 +175,8 @@ static void receiver_post_all(struct receiver *r, uint64_t tag)
 }
 
 /* Take every receive completion there is: each message intact, once, in
- * its tag's order; the receive goes again when @repost. */
+ * its tag's order; the receive goes again when @repost.  Without @repost
+ * (its daemon has stopped), receives it canceled are passed over. */
 static unsigned receiver_reap(struct receiver *r, bool repost)
 {
 	struct sl_cqe cqe;
@@ -182,6 +185,9 @@ static unsigned receiver_reap(struct receiver *r, bool repost)
 	while (sl_poll(r->q, &cqe, 1) == 1) {
 		uint8_t *p = r->buf + (size_t)cqe.user_ctx * RS_MSG;
 		struct msg_hdr h;
+
+		if (!repost && cqe.status == SL_ERR_CANCELED)
+			continue;
 
 		H_ASSERT(cqe.opcode == SL_OP_RECV && cqe.status == SL_OK &&
 			 cqe.user_ctx < RS_INFLIGHT && cqe.len == RS_MSG,
@@ -515,7 +521,7 @@ START_TEST(accepter_sigterm)
 
 	H_ASSERT(s && r_old && r_new, "calloc");
 	roles(names);
-	h_cluster_start_conf(nodes, names, 2, RS_SLOW_REDIAL);
+	h_cluster_start_conf(nodes, names, 2, RS_SLOW_REDIAL_QUICK_DRAIN);
 	receiver_open(r_old, &nodes[ACC], nodes[DIAL].node);
 	receiver_post_all(r_old, RS_TAG_OLD);
 	sender_open(s, &nodes[DIAL], &nodes[ACC]);
@@ -523,12 +529,13 @@ START_TEST(accepter_sigterm)
 	first_in_flight = s->next_old - RS_INFLIGHT;
 
 	t_stop = h_now_ms();
-	close_queue_ctx(r_old->ctx);	/* the drain waits for its clients */
 	h_daemon_stop(&nodes[ACC]);
+	receiver_reap(r_old, false);
+	close_queue_ctx(r_old->ctx);
 	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
 	while (h_now_ms() - t_stop < 500)
 		h_sleep_ms(1);
-	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, RS_SLOW_REDIAL);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, RS_SLOW_REDIAL_QUICK_DRAIN);
 	receiver_open(r_new, &nodes[ACC], nodes[DIAL].node);
 	receiver_post_all(r_new, RS_TAG_NEW);
 	learn_ms = wait_link_state(&nodes[DIAL], names[ACC], true, RS_LEARN_MS);

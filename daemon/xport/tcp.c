@@ -869,8 +869,11 @@ static void tcp_close(struct xport_conn *c, int err)
 		log_warn("tcp: %s: close: %m", c->name);
 	c->fd = -1;
 	c->busy++;
-	/* Flush error for everything still queued, like IBV_WC_WR_FLUSH_ERR. */
-	complete_head(c, c->sq_tail - c->sq_head, err ? err : -ECONNRESET);
+	/* Flush errors for everything still queued, like IBV_WC_WR_FLUSH_ERR:
+	 * a frame written whole may have reached the peer, one that was not
+	 * cannot have (the peer acts on whole frames). */
+	complete_head(c, c->sq_sent - c->sq_head, err ? err : -ECONNRESET);
+	complete_head(c, c->sq_tail - c->sq_head, XPORT_WR_UNSENT);
 	c->x->base.up->closed(c, c->ctx, err);
 	c->zombie = true;
 	conn_put(c);

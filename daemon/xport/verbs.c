@@ -49,7 +49,8 @@
  * Breaking.  A failed completion, a QP or CQ error event, a CM
  * disconnect, or close() breaks the connection at once and in this order:
  * the QP goes to the error state and the peer is told (rdma_disconnect),
- * every WR still counted completes with -ECONNRESET in posting order
+ * every WR still counted completes in posting order, -ECONNRESET if the
+ * device had it and XPORT_WR_UNSENT if it was still waiting for a flush
  * (whatever the device reports about them later is ignored), then
  * closed().  The connection object stays until the device cannot refer to
  * it any more: at once without an SRQ (destroying the QP and its CQs
@@ -772,7 +773,10 @@ static void conn_shutdown(struct xport_conn *c, int err, bool upcall)
 	ev_timer_stop(loop, &c->retry_w);
 	c->busy++;
 	qp_break(c, prev);
-	complete_head(c, verbs_sq_outstanding(&c->sq), -ECONNRESET);
+	/* A WR the device had may have been executed with only its ACK lost;
+	 * one still waiting for a flush cannot have reached the peer. */
+	complete_head(c, c->sq.posted - c->sq.head, -ECONNRESET);
+	complete_head(c, verbs_sq_outstanding(&c->sq), XPORT_WR_UNSENT);
 	if (upcall && c->announced)
 		x->base.up->closed(c, c->ctx, err);
 	else if (upcall && c->outbound)

@@ -16,9 +16,21 @@
  *     the data is in place (IBV_WR_RDMA_WRITE_WITH_IMM).  It takes an SQ
  *     slot like a send.  Writes and sends on a connection are executed
  *     in posting order (RC ordering).
- *   - Each posted WR gets exactly one send completion, with a status:
- *     0 when its bytes have left the daemon, or -ECONNRESET when the
- *     connection broke first (flush error, like IBV_WC_WR_FLUSH_ERR).
+ *   - Each posted WR gets exactly one send completion, with a status
+ *     that also says whether the peer may have it (when the peer turns
+ *     out to have restarted, the link fails only the frames it may have
+ *     had, and sends the others to the new incarnation):
+ *       0                its bytes have left the daemon (tcp: all written
+ *                        to the socket; verbs: IBV_WC_SUCCESS);
+ *       XPORT_WR_UNSENT  the connection broke before the peer could have
+ *                        it (tcp: not all of its bytes were written to the
+ *                        socket, and a peer acts on whole frames only;
+ *                        verbs: never handed to the device);
+ *       other < 0        the connection broke and the peer may have it
+ *                        (tcp: written, completion not yet reported;
+ *                        verbs: a flush error, IBV_WC_WR_FLUSH_ERR, of a WR
+ *                        the device had: it may have been executed with
+ *                        only its acknowledgement lost).
  *   - reg_mr()/dereg_mr() register daemon memory with the transport (the
  *     protection domain): a write whose rkey or range is not registered
  *     breaks the connection at the target (IBV_WC_REM_ACCESS_ERR on RC).
@@ -34,6 +46,7 @@
 #ifndef SLD_XPORT_H
 #define SLD_XPORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +57,9 @@
 
 struct xport;
 struct xport_conn;
+
+/* Send completion status of a WR that cannot have reached the peer. */
+#define XPORT_WR_UNSENT (-ECANCELED)
 
 /* Seconds an accepted connection may stay anonymous (no link attached). */
 #define XPORT_HELLO_TIMEOUT 5.0
