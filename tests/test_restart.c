@@ -28,6 +28,9 @@
  *                       accepter listening (its nudge)
  *   dialer_killed       the restarted node is the dialer: nothing posted
  *                       after it died, or left unsent, fails
+ *   rndv_restart        an RTS the old incarnation acknowledged fails
+ *                       SL_ERR_PEER_RESTARTED; rendezvous posted while it
+ *                       was dead go to the new one, SL_OK, intact
  *   stranger_nudge      HELLOs claiming to be the accepter, from a
  *                       stranger, on the dialer's port: the healthy link
  *                       stays up on its connection and keeps working
@@ -617,6 +620,100 @@ START_TEST(dialer_killed)
 }
 END_TEST
 
+#define RV_LEN (1u << 20)		/* bytes: a rendezvous */
+#define RV_UNSENT 4u
+#define RV_TAG_REACHED 3u
+#define RV_TAG_UNSENT 4u
+
+/*
+ * Rendezvous: an RTS that reached the old incarnation (acknowledged, no
+ * receive there yet) fails SL_ERR_PEER_RESTARTED; four rendezvous sends
+ * posted while the accepter was dead go to the new one as RTS and
+ * complete SL_OK, the data intact, in order.
+ */
+START_TEST(rndv_restart)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sl_ctx *sctx, *rctx;
+	struct sl_queue *sq, *rq;
+	struct sl_cqe cqe;
+	struct progress pg;
+	sl_addr_t dst;
+	uint8_t *sbuf, *rbuf;
+	uint32_t i, seen = 0;
+
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	dst = (sl_addr_t){ nodes[ACC].node, RS_PORT };
+	H_EQ(sl_open(nodes[ACC].sock, &rctx), 0);
+	H_EQ(sl_queue_open(rctx, RS_PORT, 64, &rq), 0);
+	H_EQ(sl_open(nodes[DIAL].sock, &sctx), 0);
+	H_EQ(sl_queue_open(sctx, 0, 64, &sq), 0);
+	sbuf = sl_alloc(sq, (size_t)(RV_UNSENT + 1) * RV_LEN);
+	H_ASSERT(sbuf, "sl_alloc");
+	for (i = 0; i <= RV_UNSENT; i++)
+		msg_fill(sbuf + (size_t)i * RV_LEN, RV_LEN, nodes[DIAL].node, i,
+			 i ? RV_TAG_UNSENT : RV_TAG_REACHED);
+	H_EQ(sl_send(sq, dst, RV_TAG_REACHED, sbuf, RV_LEN, 0), 0);
+	progress_start(&pg, "the first RTS acknowledged");
+	while (link_stat(&nodes[DIAL], names[ACC], "rndv_tx") != 1 ||
+	       link_stat(&nodes[DIAL], names[ACC], "unacked") != 0)
+		progress_note(&pg, 0);
+
+	h_daemon_kill(&nodes[ACC]);
+	sl_close(rctx);
+	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
+	for (i = 1; i <= RV_UNSENT; i++)
+		H_EQ(sl_send(sq, dst, RV_TAG_UNSENT, sbuf + (size_t)i * RV_LEN, RV_LEN, i), 0);
+	progress_start(&pg, "unsent rendezvous reaching the backlog");
+	while (link_stat(&nodes[DIAL], names[ACC], "backlog") != RV_UNSENT)
+		progress_note(&pg, 0);
+	H_EQ(kill(nodes[DIAL].pid, SIGSTOP), 0);
+	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, NULL);
+	H_EQ(sl_open(nodes[ACC].sock, &rctx), 0);
+	H_EQ(sl_queue_open(rctx, RS_PORT, 64, &rq), 0);
+	rbuf = sl_alloc(rq, (size_t)RV_UNSENT * RV_LEN);
+	H_ASSERT(rbuf, "sl_alloc");
+	for (i = 0; i < RV_UNSENT; i++)
+		H_EQ(sl_recv(rq, SL_ANY_SOURCE, RV_TAG_UNSENT, ~0ull, rbuf + (size_t)i * RV_LEN,
+			     RV_LEN, i), 0);
+	H_EQ(kill(nodes[DIAL].pid, SIGCONT), 0);
+
+	/* Each completes once; the receives were matched in post order (MPI's
+	 * non-overtaking rule), so receive i holds message i + 1. */
+	for (i = 0; i <= RV_UNSENT; i++) {
+		H_EQ(h_wait_cqe(sq, &cqe, RS_QUIET_MS), 1);
+		H_ASSERT(cqe.user_ctx <= RV_UNSENT && !(seen & (1u << cqe.user_ctx)) &&
+			 cqe.status == (cqe.user_ctx ? SL_OK : SL_ERR_PEER_RESTARTED),
+			 "send %llu: %s", (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+		seen |= 1u << cqe.user_ctx;
+	}
+	seen = 0;
+	for (i = 0; i < RV_UNSENT; i++) {
+		uint8_t *p;
+
+		H_EQ(h_wait_cqe(rq, &cqe, RS_QUIET_MS), 1);
+		p = rbuf + (size_t)cqe.user_ctx * RV_LEN;
+		H_ASSERT(cqe.user_ctx < RV_UNSENT && !(seen & (1u << cqe.user_ctx)) &&
+			 cqe.status == SL_OK && cqe.len == RV_LEN &&
+			 msg_check(p, RV_LEN, nodes[DIAL].node, (uint32_t)cqe.user_ctx + 1,
+				   RV_TAG_UNSENT), "receive %llu: %s, %llu bytes",
+			 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status),
+			 (unsigned long long)cqe.len);
+		seen |= 1u << cqe.user_ctx;
+	}
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "restart_failed"), 1);
+	H_EQ(link_stat(&nodes[DIAL], names[ACC], "restart_kept"), RV_UNSENT);
+	printf("rndv_restart: the acknowledged RTS failed SL_ERR_PEER_RESTARTED; %u rendezvous "
+	       "posted while the accepter was dead completed SL_OK at its new incarnation, "
+	       "intact, in order\n", RV_UNSENT);
+	sl_close(rctx);
+	sl_close(sctx);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
 static int tcp_connect_port(uint16_t port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -699,6 +796,7 @@ int main(void)
 	tcase_add_test(h_tcase(s, "accepter_sigterm", 60), accepter_sigterm);
 	tcase_add_test(h_tcase(s, "survivor_learns", 60), survivor_learns);
 	tcase_add_test(h_tcase(s, "dialer_killed", 60), dialer_killed);
+	tcase_add_test(h_tcase(s, "rndv_restart", 60), rndv_restart);
 	tcase_add_test(h_tcase(s, "stranger_nudge", 60), stranger_nudge);
 	return h_run_suite(s);
 }
