@@ -6,6 +6,12 @@
  * rndv_src), charged against unexpected_max_bytes like any message, and
  * the data stays in the sender's arena.  Within the node the match then
  * copies once, arena to arena; between nodes the link runs RTR/RDMA write.
+ *
+ * The charge of an unexpected message is the documented one
+ * (sluiced.conf(5)): an eager message its length plus
+ * UNEXPECTED_OVERHEAD, a rendezvous one UNEXPECTED_RNDV_CHARGE.  The
+ * endpoint's unexpected_bytes gauge is the sum of these, the very number
+ * the bound is compared with.
  */
 #include "autoconfig.h"
 
@@ -100,27 +106,33 @@ static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t
 }
 
 /*
- * What the unexpected messages of @mq cost the daemon: payloads plus one
- * struct match_msg each, since a flood of small messages costs memory too.
+ * Bytes an unexpected message is charged beyond its payload, since a flood
+ * of small messages costs memory too.  Fixed numbers, not sizeof, so that
+ * the charge the manual gives does not move with a structure; the asserts
+ * keep them at least what is allocated.
  */
-static uint64_t unexpected_charge(const struct match_queues *mq)
-{
-	return mq->unexpected_bytes + (uint64_t)mq->n_unexpected * sizeof(struct match_msg);
-}
+#define UNEXPECTED_OVERHEAD 64u
+#define UNEXPECTED_RNDV_CHARGE 96u
+_Static_assert(sizeof(struct match_msg) <= UNEXPECTED_OVERHEAD,
+	       "an unexpected message costs more than sluiced.conf(5) says");
+_Static_assert(sizeof(struct match_msg) + sizeof(struct rndv_src) <= UNEXPECTED_RNDV_CHARGE,
+	       "an unexpected rendezvous costs more than sluiced.conf(5) says");
 
 /*
  * An unexpected message for @dq that holds @held bytes of payload (and,
- * for a rendezvous, a struct rndv_src): NULL with *status set when it
- * would pass the endpoint's bound (refused before allocating: the sender
- * keeps its buffer and may retry once the receiver has taken some
- * messages), memory is short, or the daemon is stopping.  No overflow: the charge is at most the
- * bound (64 GiB) and held is at most eager_max.
+ * for a rendezvous, a struct rndv_src): NULL with *status set when its
+ * charge would take the endpoint past its bound (refused before
+ * allocating: the sender keeps its buffer and may retry once the receiver
+ * has taken some messages), memory is short, or the daemon is stopping.
+ * No overflow: the endpoint's charge is at most the bound (64 GiB) and
+ * held is at most eager_max.
  */
 static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_addr_t src,
 					uint64_t tag, uint64_t len, uint64_t held, bool rndv,
 					int *status)
 {
 	size_t extra = rndv ? sizeof(struct rndv_src) : 0;
+	uint64_t charge = rndv ? UNEXPECTED_RNDV_CHARGE : held + UNEXPECTED_OVERHEAD;
 	struct match_msg *m;
 
 	/* Stopping: no receive can be posted for it any more (new
@@ -130,7 +142,7 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 		*status = SL_ERR_PEER_DOWN;
 		return NULL;
 	}
-	if (unexpected_charge(&dq->mq) + sizeof(*m) + extra + held > d->cfg.unexpected_max_bytes) {
+	if (dq->mq.unexpected_bytes + charge > d->cfg.unexpected_max_bytes) {
 		d->ctr.naks_receiver_full++;
 		*status = SL_NAK_RECEIVER_FULL;
 		return NULL;
@@ -143,7 +155,7 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 	m->src = src;
 	m->tag = tag;
 	m->len = len;
-	m->held = held + extra;
+	m->charge = charge;
 	m->data = rndv ? NULL : (uint8_t *)(m + 1);
 	m->rndv = rndv ? (void *)(m + 1) : NULL;
 	return m;

@@ -26,7 +26,7 @@ void match_remove_unexpected(struct match_queues *mq, struct match_msg *m)
 {
 	TAILQ_REMOVE(&mq->unexpected, m, link);
 	mq->n_unexpected--;
-	mq->unexpected_bytes -= m->held;
+	mq->unexpected_bytes -= m->charge;
 }
 
 static struct match_msg *take_unexpected(struct match_queues *mq, const struct match_recv *r)
@@ -93,7 +93,7 @@ void match_add_unexpected(struct match_queues *mq, struct match_msg *m)
 {
 	TAILQ_INSERT_TAIL(&mq->unexpected, m, link);
 	mq->n_unexpected++;
-	mq->unexpected_bytes += m->held;
+	mq->unexpected_bytes += m->charge;
 }
 
 struct match_recv *match_pop_recv(struct match_queues *mq)
@@ -120,7 +120,7 @@ struct match_msg *match_pop_unexpected(struct match_queues *mq)
 	if (m) {
 		TAILQ_REMOVE(&mq->unexpected, m, link);
 		mq->n_unexpected--;
-		mq->unexpected_bytes -= m->held;
+		mq->unexpected_bytes -= m->charge;
 	}
 	return m;
 }

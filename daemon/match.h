@@ -38,8 +38,8 @@ struct match_msg {
 	sl_addr_t src;		/* always a real address */
 	uint64_t tag;
 	uint64_t len;		/* bytes of the message */
-	uint64_t held;		/* bytes the daemon holds for it: len for an
-				 * eager message, 0 for a rendezvous one */
+	uint64_t charge;	/* bytes counted against the endpoint's
+				 * unexpected_max_bytes (set by the engine) */
 	uint8_t *data;		/* owned by the caller (the engine); NULL
 				 * for rendezvous */
 	void *rndv;		/* owned by the caller: where a rendezvous
@@ -54,7 +54,7 @@ struct match_queues {
 	struct match_msg_list unexpected;
 	uint32_t n_posted;
 	uint32_t n_unexpected;
-	uint64_t unexpected_bytes;	/* sum of held over unexpected */
+	uint64_t unexpected_bytes;	/* sum of charge over unexpected */
 	uint64_t next_post_seq;
 };
 

@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "match.h"	/* sizeof(struct match_msg): the daemon's charge per message */
 #include "sl_barrier.h"
 #include "sl_shm.h"
 #include "sluice.h"
@@ -2546,11 +2545,11 @@ END_TEST
 
 /*
  * A receiver that posts nothing must not make its daemon hold messages
- * without bound.  Each unexpected message is charged its length plus the
- * daemon's struct match_msg, so the number that fit is exact.
+ * without bound.  Each unexpected message is charged its length plus 64
+ * bytes (sluiced.conf(5)), so the number that fit is exact.
  */
 #define I_LEN 65536u
-#define I_CHARGE ((uint64_t)I_LEN + sizeof(struct match_msg))
+#define I_CHARGE ((uint64_t)I_LEN + 64u)
 #define I_BOUND (1ull << 20)
 #define I_FIT ((unsigned)(I_BOUND / I_CHARGE))
 #define I_FLOOD_BOUND (8ull << 20)

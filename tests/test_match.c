@@ -289,7 +289,7 @@ START_TEST(script)
 			am->src = (sl_addr_t){ op->node, op->port };
 			am->tag = op->tag;
 			am->len = op->len;
-			am->held = op->len;
+			am->charge = op->len;
 			arrived[op->id] = op;
 			rr = match_arrival(&mq, am->src, am->tag);
 			got = rr ? (int)(rr - recvs) : 0;
@@ -425,10 +425,10 @@ START_TEST(reuse_after_pop)
 	memset(&m2, 0, sizeof(m2));
 	m1.src = (sl_addr_t){ N1, P1 };
 	m1.len = 3;
-	m1.held = 3;
+	m1.charge = 3;
 	m2.src = (sl_addr_t){ N2, P2 };
 	m2.len = 4;
-	m2.held = 4;
+	m2.charge = 4;
 	match_add_unexpected(&mq, &m1);
 	ck_assert_ptr_eq(match_pop_unexpected(&mq), &m1);
 	match_add_unexpected(&mq, &m2);
