@@ -316,6 +316,7 @@ static const struct {
 	{ SL_ERR_CANCELED, "canceled" },
 	{ SL_ERR_INVALID, "invalid" },
 	{ SL_ERR_ACCESS, "access" },
+	{ SL_ERR_REG_LIMIT, "reg_limit" },
 };
 
 static const char *status_name(unsigned slot)

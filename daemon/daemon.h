@@ -114,7 +114,7 @@ struct daemon {
  *   (rcache_get or a waiter's callback) on the receiving (@receiver) or
  *   sending side: an endpoint that went away is SL_ERR_NO_ENDPOINT for a
  *   receiver and SL_ERR_CANCELED for a sender; a span over max_bytes
- *   SL_ERR_INVALID; everything else (no room in time, queue full, the
+ *   SL_ERR_REG_LIMIT; everything else (no room in time, queue full, the
  *   transport out of MRs) SL_NAK_BUSY.
  */
 int daemon_rcache_init(struct daemon *d);

@@ -1083,7 +1083,7 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 {
 	struct link *l = link_find(d, src.node);
 	struct rndv_recv *rr;
-	int rc;
+	int rc, status;
 
 	/* A link that is down still takes it: the RTR waits for the
 	 * reconnect like every control frame.  (Past peer_timeout_ms the
@@ -1125,10 +1125,18 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 		daemon_rcache_arm(d);
 		return true;
 	}
-	queue_rtr(l, send_id, 0, 0, 0, 0, (uint32_t)rcache_status(rc, true));
+	status = rcache_status(rc, true);
+	queue_rtr(l, send_id, 0, 0, 0, 0, (uint32_t)status);
 	rr->r = NULL;
 	rndv_recv_free(rr);
-	return false;
+	if (status != SL_ERR_REG_LIMIT)
+		return false;
+	/* No retry would register that much here: back in its place the
+	 * receive would fail every such message without its owner knowing. */
+	l->rndv_rx_failed++;
+	engine_complete(q, SL_OP_RECV, src, tag, msg_len, r->user_ctx, status);
+	free(r);
+	return true;
 }
 
 static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)

@@ -342,8 +342,10 @@ void link_cancel_queue(struct daemon *d, struct queue *q);
  * the posted receives (or the next unexpected message it accepts is
  * delivered to it) and the sender is told with an RTR carrying the
  * status.  Returns true when it took @r (the rendezvous is under way, or
- * waiting for its registration), false when @r is still the caller's
- * (the sender has been told, or the node is not a peer).
+ * waiting for its registration, or @r completed SL_ERR_REG_LIMIT: what it
+ * would take of this message is more than [rcache] max_bytes), false when
+ * @r is still the caller's (the sender has been told, or the node is not
+ * a peer).
  */
 bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
 			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id);

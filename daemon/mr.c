@@ -106,7 +106,7 @@ int rcache_status(int err, bool receiver)
 	case -ECANCELED:
 		return receiver ? SL_ERR_NO_ENDPOINT : SL_ERR_CANCELED;
 	case -E2BIG:
-		return SL_ERR_INVALID;
+		return SL_ERR_REG_LIMIT;
 	default:
 		return SL_NAK_BUSY;
 	}

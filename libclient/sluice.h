@@ -105,6 +105,8 @@ enum sl_status {
 	SL_ERR_CANCELED = 20,     /* queue closed or daemon stopping */
 	SL_ERR_INVALID = 21,      /* bad descriptor: opcode, length, buffer */
 	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
+	SL_ERR_REG_LIMIT = 23,    /* a rendezvous between nodes would register more
+				   * than a daemon's [rcache] max_bytes */
 };
 
 /* Largest message, bytes. */
@@ -276,10 +278,15 @@ size_t sl_arena_size(const struct sl_queue *q);
  * when nothing is bound at @dst (or the endpoint went away before the
  * message was in a receive's buffer: a rendezvous whose receiver dies
  * after the match ends with it too), SL_ERR_INVALID for a bad descriptor (over SL_MSG_MAX,
- * for instance), or with a NAK: SL_NAK_BUSY when a registration, a buffer
- * or a link queue could not be had within the daemon's limits ([rcache]
- * max_waiters and max_wait_ms); the buffer is then untouched and the send
- * may be posted again.
+ * for instance), SL_ERR_REG_LIMIT when a rendezvous between nodes would
+ * register more than the sender's or the receiver's daemon allows at once
+ * ([rcache] max_bytes: the chunks the written part of @buf, or of the
+ * receive buffer, touches; never for eager messages or within a node), or
+ * with a NAK: SL_NAK_BUSY when a registration, a buffer or a link queue
+ * could not be had within the daemon's limits ([rcache] max_waiters and
+ * max_wait_ms, [limits] link_backlog_max), SL_NAK_RECEIVER_FULL when the
+ * receiving endpoint holds [limits] unexpected_max_bytes of unexpected
+ * messages; the buffer is then untouched and the send may be posted again.
  *
  * A broken connection between the daemons fails nothing by itself: they
  * reconnect, send again what was not acknowledged, and deliver every
@@ -316,7 +323,10 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  *
  * Completes SL_OK, or SL_ERR_TRUNCATED when the message was longer than
  * @capacity (the first @capacity bytes are written and the CQE's len is the
- * full length), or SL_ERR_CANCELED when the queue is closed.  A receive
+ * full length), SL_ERR_REG_LIMIT when a rendezvous from another node
+ * would write more of @buf than this daemon may register at once ([rcache]
+ * max_bytes; @buf untouched, the sender gets it too), or SL_ERR_CANCELED
+ * when the queue is closed.  A receive
  * that met a large (rendezvous) message which then could not be moved
  * stays posted in its place, as if nothing had matched it, unless a
  * message it would also have taken has meanwhile met a receive posted
@@ -325,7 +335,8 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  * failure, its buffer untouched, and may be posted again: SL_NAK_BUSY (no
  * registration in time, at either end), SL_ERR_PEER_DOWN (the link stayed
  * down past peer_timeout_ms), SL_ERR_PEER_RESTARTED (the sender's daemon
- * restarted), SL_ERR_NO_ENDPOINT (the sender's queue closed).  peer, tag
+ * restarted), SL_ERR_NO_ENDPOINT (the sender's queue closed),
+ * SL_ERR_REG_LIMIT (the sender's daemon may not register that much).  peer, tag
  * and len then describe the message that failed.
  * A receive whose @src names a node (not SL_NODE_ANY) completes
  * SL_ERR_PEER_DOWN when the link to that node has been down for

@@ -28,6 +28,8 @@ const char *sl_strerror(int status)
 		return "invalid descriptor";
 	case SL_ERR_ACCESS:
 		return "access error";
+	case SL_ERR_REG_LIMIT:
+		return "over registration limit";
 	default:
 		return "unknown status";
 	}

@@ -106,6 +106,7 @@ static int nak_status_valid(uint32_t status)
 	case SL_ERR_CANCELED:
 	case SL_ERR_INVALID:
 	case SL_ERR_ACCESS:
+	case SL_ERR_REG_LIMIT:
 		return 1;
 	default:
 		return 0;

@@ -12,6 +12,14 @@
  *                      64, rendezvous: 96), the send past the bound
  *                      completes SL_NAK_RECEIVER_FULL exactly where that
  *                      formula says, and receives give the charge back
+ *   reg_limit          two nodes, A with [rcache] chunk_bytes = 1M and
+ *                      max_bytes = 4M: a rendezvous whose registration
+ *                      would span more than 4M completes SL_ERR_REG_LIMIT,
+ *                      on A's send side and on A's receive side, buffer
+ *                      untouched; one spanning exactly 4M is delivered;
+ *                      eager messages and rendezvous within a node never
+ *                      register and are not limited
+ *   strerror           sl_strerror() names the new status
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -138,6 +146,18 @@ static uint64_t ctl_queue_unexpected_bytes(const struct h_daemon *d, uint64_t po
 	return bytes;
 }
 
+/* Completions with status @name (sluicectl counters) written by @d. */
+static uint64_t ctl_completions(const struct h_daemon *d, const char *name)
+{
+	struct json_object *o = ctl_json(d, "counters"), *comp;
+	uint64_t n;
+
+	H_ASSERT(json_object_object_get_ex(o, "completions", &comp), "sluicectl counters");
+	n = ju64(comp, name);
+	json_object_put(o);
+	return n;
+}
+
 /* What the daemon's gauge and sluicectl say now, both @want. */
 static void expect_gauge(const struct h_daemon *d, uint64_t want, const char *when)
 {
@@ -251,6 +271,150 @@ START_TEST(unexpected_charge)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* reg_limit                                                            */
+/* ------------------------------------------------------------------ */
+
+#define R_CHUNK MIB		/* node A's [rcache] chunk_bytes */
+#define R_MAX (4 * MIB)		/* node A's [rcache] max_bytes */
+#define R_PORT_A 1001u
+#define R_PORT_A2 1002u
+#define R_PORT_B 2001u
+#define R_SEND_BYTE 0xa5
+#define R_UNTOUCHED 0xee
+
+/*
+ * A buffer at arena offset @off of @q, from a block taken at the start of
+ * a fresh queue's arena: the first block's data begins ARENA_HDR bytes
+ * in (a 64-byte header, libclient/arena.h), so @off is a real arena
+ * offset and registrations cover known chunks.
+ */
+#define ARENA_HDR 64u
+static uint8_t *arena_at(uint8_t *first_block, uint64_t off)
+{
+	return first_block - ARENA_HDR + off;
+}
+
+START_TEST(reg_limit)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[] = {
+		"[rcache]\nchunk_bytes = 1M\nmax_bytes = 4M\n",
+		NULL,
+	};
+	struct h_daemon nodes[2];
+	struct sl_ctx *ca, *cb;
+	struct sl_queue *qa, *qa2, *qb;
+	uint8_t *blk_a, *blk_a2, *blk_b, *buf;
+	sl_addr_t a, a2, b;
+	struct sl_cqe c;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	H_EQ(sl_open(nodes[0].sock, &ca), 0);
+	H_EQ(sl_open(nodes[1].sock, &cb), 0);
+	H_EQ(sl_queue_open(ca, R_PORT_A, 16, &qa), 0);
+	H_EQ(sl_queue_open(ca, R_PORT_A2, 16, &qa2), 0);
+	H_EQ(sl_queue_open(cb, R_PORT_B, 16, &qb), 0);
+	a = sl_queue_addr(qa);
+	a2 = sl_queue_addr(qa2);
+	b = sl_queue_addr(qb);
+	/* 12 MiB from offset 64: chunk-aligned buffers at 1M, 6M, ... */
+	blk_a = sl_alloc(qa, 12 * MIB);
+	blk_a2 = sl_alloc(qa2, 12 * MIB);
+	blk_b = sl_alloc(qb, 12 * MIB);
+	H_ASSERT(blk_a && blk_a2 && blk_b, "sl_alloc: %s", strerror(errno));
+	memset(blk_a, R_SEND_BYTE, 12 * MIB);
+	memset(blk_b, R_SEND_BYTE, 12 * MIB);
+
+	/* Send side.  A sends 4M + 1 bytes from offset 1M: chunks 1M..6M,
+	 * 5M registered > 4M.  B's receive stays posted (B could register
+	 * it) and then takes a message spanning exactly 4M. */
+	buf = arena_at(blk_b, 6 * MIB);
+	memset(buf, R_UNTOUCHED, 5 * MIB);
+	post_recv(qb, 1, buf, 5 * MIB, 10);
+	post_send(qa, b, 1, arena_at(blk_a, 1 * MIB), R_MAX + 1, 11);
+	c = expect_cqe(qa, 11, SL_ERR_REG_LIMIT, "A: send of 4M + 1 from a chunk boundary");
+	H_EQ(c.len, R_MAX + 1);
+	/* 4M from 64 bytes past a chunk boundary touches 5 chunks too. */
+	post_send(qa, b, 1, arena_at(blk_a, 1 * MIB + 64), R_MAX, 12);
+	expect_cqe(qa, 12, SL_ERR_REG_LIMIT, "A: send of 4M, 64 B past a chunk boundary");
+	expect_no_cqe(qb, 200);
+	H_ASSERT(all_bytes(buf, 5 * MIB, R_UNTOUCHED), "B's receive buffer was written");
+	post_send(qa, b, 1, arena_at(blk_a, 1 * MIB), R_MAX, 13);
+	expect_cqe(qa, 13, SL_OK, "A: send of exactly 4M from a chunk boundary");
+	c = expect_cqe(qb, 10, SL_OK, "B: receive of the 4M message");
+	H_EQ(c.len, R_MAX);
+	H_ASSERT(all_bytes(buf, R_MAX, R_SEND_BYTE) &&
+		 all_bytes(buf + R_MAX, MIB, R_UNTOUCHED), "B: 4M received");
+
+	/* Receive side.  A's receive of 4M + 1 at offset 1M: A cannot
+	 * register it, so both ends complete with the limit, A's buffer
+	 * untouched. */
+	buf = arena_at(blk_a, 1 * MIB);
+	memset(buf, R_UNTOUCHED, 5 * MIB);
+	post_recv(qa, 2, buf, R_MAX + 1, 20);
+	post_send(qb, a, 2, arena_at(blk_b, 1 * MIB), R_MAX + 1, 21);
+	expect_cqe(qb, 21, SL_ERR_REG_LIMIT, "B: send of 4M + 1 into A's receive");
+	c = expect_cqe(qa, 20, SL_ERR_REG_LIMIT, "A: receive of 4M + 1 at a chunk boundary");
+	H_EQ(c.len, R_MAX + 1);
+	H_EQ(c.tag, 2);
+	H_ASSERT(addr_eq(c.peer, b), "A: receive peer %08x:%u", c.peer.node, c.peer.port);
+	H_ASSERT(all_bytes(buf, 5 * MIB, R_UNTOUCHED), "A's receive buffer was written");
+	/* What is written is what counts: 4M + 1 into a 4M receive. */
+	post_recv(qa, 2, buf, R_MAX, 22);
+	post_send(qb, a, 2, arena_at(blk_b, 1 * MIB), R_MAX + 1, 23);
+	expect_cqe(qb, 23, SL_OK, "B: send of 4M + 1 into a 4M receive");
+	c = expect_cqe(qa, 22, SL_ERR_TRUNCATED, "A: 4M receive of 4M + 1");
+	H_EQ(c.len, R_MAX + 1);
+	H_ASSERT(all_bytes(buf, R_MAX, R_SEND_BYTE) && all_bytes(buf + R_MAX, MIB, R_UNTOUCHED),
+		 "A: 4M received");
+
+	/* No registration, no limit: an eager message into a receive far
+	 * larger than 4M, and a 5M rendezvous within node A. */
+	memset(buf, R_UNTOUCHED, 5 * MIB);
+	post_recv(qa, 3, buf, 8 * MIB, 30);
+	post_send(qb, a, 3, arena_at(blk_b, 1 * MIB), 1000, 31);
+	expect_cqe(qb, 31, SL_OK, "B: eager send into an 8M receive");
+	c = expect_cqe(qa, 30, SL_OK, "A: 8M receive of 1000 bytes");
+	H_EQ(c.len, 1000);
+	post_recv(qa, 4, buf, 5 * MIB, 40);
+	memset(blk_a2, R_SEND_BYTE, 12 * MIB);
+	post_send(qa2, a, 4, arena_at(blk_a2, 1 * MIB), 5 * MIB, 41);
+	expect_cqe(qa2, 41, SL_OK, "A: 5M send within the node");
+	c = expect_cqe(qa, 40, SL_OK, "A: 5M receive within the node");
+	H_EQ(c.len, 5 * MIB);
+	H_ASSERT(all_bytes(buf, 5 * MIB, R_SEND_BYTE), "A: 5M received within the node");
+	(void)a2;
+
+	H_EQ(ctl_completions(&nodes[0], "reg_limit"), 3);
+	H_EQ(ctl_completions(&nodes[1], "reg_limit"), 1);
+	H_EQ(ctl_completions(&nodes[0], "invalid"), 0);
+	H_EQ(ctl_completions(&nodes[1], "invalid"), 0);
+	printf("reg_limit: A (chunk 1M, max_bytes 4M): sends of 4M+1 @1M and 4M @1M+64 and a "
+	       "receive of 4M+1 @1M complete SL_ERR_REG_LIMIT; 4M @1M, eager, and 5M within "
+	       "the node complete SL_OK\n");
+	H_EQ(sl_queue_close(qa), 0);
+	H_EQ(sl_queue_close(qa2), 0);
+	H_EQ(sl_queue_close(qb), 0);
+	sl_close(ca);
+	sl_close(cb);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* strerror                                                             */
+/* ------------------------------------------------------------------ */
+
+START_TEST(strerror_names)
+{
+	H_EQ(SL_ERR_REG_LIMIT, 23);
+	ck_assert_str_eq(sl_strerror(SL_ERR_REG_LIMIT), "over registration limit");
+	ck_assert_str_eq(sl_strerror(SL_ERR_INVALID), "invalid descriptor");
+	ck_assert_str_eq(sl_strerror(24), "unknown status");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contract");
@@ -258,5 +422,9 @@ int main(void)
 
 	tc = h_tcase(s, "unexpected_charge", 60);
 	tcase_add_test(tc, unexpected_charge);
+	tc = h_tcase(s, "reg_limit", 60);
+	tcase_add_test(tc, reg_limit);
+	tc = h_tcase(s, "strerror", 10);
+	tcase_add_test(tc, strerror_names);
 	return h_run_suite(s);
 }

@@ -130,22 +130,22 @@ static const uint32_t good_credits[] = {
 };
 #define N_GOOD_CREDITS (sizeof(good_credits) / sizeof(good_credits[0]))
 
-/* A NAK or error status: SL_NAK_* 1..2, SL_ERR_* 16..22. */
+/* A NAK or error status: SL_NAK_* 1..2, SL_ERR_* 16..23. */
 static int spec_nak_status(uint32_t s)
 {
-	return (s >= 1 && s <= 2) || (s >= 16 && s <= 22);
+	return (s >= 1 && s <= 2) || (s >= 16 && s <= 23);
 }
 
 static const uint32_t nak_statuses[] = {
 	SL_NAK_BUSY, SL_NAK_RECEIVER_FULL, SL_ERR_NO_ENDPOINT,
 	SL_ERR_TRUNCATED, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
-	SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS,
+	SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS, SL_ERR_REG_LIMIT,
 };
 #define N_NAK_STATUSES (sizeof(nak_statuses) / sizeof(nak_statuses[0]))
 
 /* Neither 0 nor a NAK/error status; the high bytes matter too. */
 static const uint32_t bad_statuses[] = {
-	3, 15, 23, 0x100, 0x101, 0x10001, 0x01000010u, 0x80000000u, UINT32_MAX,
+	3, 15, 24, 0x100, 0x101, 0x10001, 0x01000010u, 0x80000000u, UINT32_MAX,
 };
 #define N_BAD_STATUSES (sizeof(bad_statuses) / sizeof(bad_statuses[0]))
 
@@ -2000,7 +2000,7 @@ END_TEST
 START_TEST(test_bad_nak_status)
 {
 	static const uint32_t bad[] = {
-		SL_OK, 3, 15, 23, 0x100, 0x10001, UINT32_MAX,
+		SL_OK, 3, 15, 24, 0x100, 0x10001, UINT32_MAX,
 	};
 	uint8_t buf[128];
 
@@ -2013,7 +2013,7 @@ START_TEST(test_bad_nak_status)
 	/* Every value 0..255 is valid exactly when it names a NAK or error. */
 	for (uint32_t s = 0; s < 256; s++) {
 		size_t len = encode_valid(SL_WIRE_NAK, buf, sizeof(buf));
-		int valid = (s >= 1 && s <= 2) || (s >= 16 && s <= 22);
+		int valid = (s >= 1 && s <= 2) || (s >= 16 && s <= 23);
 
 		put_le32(buf + 40, s);
 		if (valid)
@@ -3528,7 +3528,7 @@ START_TEST(test_strerror)
 	static const int st[] = {
 		SL_OK, SL_NAK_BUSY, SL_NAK_RECEIVER_FULL, SL_ERR_NO_ENDPOINT,
 		SL_ERR_TRUNCATED, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
-		SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS,
+		SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS, SL_ERR_REG_LIMIT,
 	};
 	enum { N = sizeof(st) / sizeof(st[0]) };
 
@@ -3546,7 +3546,7 @@ START_TEST(test_strerror)
 	ck_assert_str_eq(sl_strerror(9999), "unknown status");
 	ck_assert_str_eq(sl_strerror(-1), "unknown status");
 	ck_assert_str_eq(sl_strerror(3), "unknown status");
-	ck_assert_str_eq(sl_strerror(23), "unknown status");
+	ck_assert_str_eq(sl_strerror(24), "unknown status");
 }
 END_TEST
 
