@@ -19,7 +19,9 @@
  * Back-pressure.  A post returns -EAGAIN when the SQ is full (no system call
  * is made on that path).  A descriptor the daemon accepted but could not
  * carry out completes with a NAK status (SL_NAK_*): the buffer was left
- * untouched and the post may be retried.  Nothing is dropped silently.
+ * untouched and the post may be retried.  Nothing is dropped silently
+ * while the daemons run; SL_OK on a send is the destination daemon's word
+ * (see sl_send()).
  * A NAKed message was not delivered, but sends posted after it may have
  * been: a retry arrives after them.  Senders that need order across NAKs
  * keep one send per destination in flight, or number their messages (as
@@ -102,7 +104,7 @@ enum sl_status {
 	SL_ERR_TRUNCATED = 17,    /* receive buffer too small; len = full length */
 	SL_ERR_PEER_DOWN = 18,    /* link to the node down past peer_timeout_ms */
 	SL_ERR_PEER_RESTARTED = 19, /* peer daemon came back as a new incarnation */
-	SL_ERR_CANCELED = 20,     /* queue closed or daemon stopping */
+	SL_ERR_CANCELED = 20,     /* daemon stopping (a closed queue gets none) */
 	SL_ERR_INVALID = 21,      /* bad descriptor: opcode, length, buffer */
 	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
 	SL_ERR_REG_LIMIT = 23,    /* a rendezvous between nodes would register more
@@ -214,8 +216,10 @@ int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,
 
 /*
  * sl_queue_close - unbind the port and free the queue.
- * Descriptors still in flight are cancelled by the daemon; their buffers
- * must not be used afterwards (the arena is unmapped).  Accepts NULL.
+ * Descriptors still in flight are cancelled by the daemon and complete
+ * nowhere: the completion ring goes with the queue, so none is ever read
+ * for them (what their peers see: sl_send, sl_recv).  Their buffers must
+ * not be used afterwards (the arena is unmapped).  Accepts NULL.
  * Returns 0 or -ECONNRESET if the daemon had already gone (the queue is
  * freed in both cases).
  */
@@ -287,6 +291,9 @@ size_t sl_arena_size(const struct sl_queue *q);
  * max_wait_ms, [limits] link_backlog_max), SL_NAK_RECEIVER_FULL when the
  * receiving endpoint holds [limits] unexpected_max_bytes of unexpected
  * messages; the buffer is then untouched and the send may be posted again.
+ * SL_OK is the destination daemon's word: a message it queued as
+ * unexpected is lost if that daemon dies or stops, or the endpoint
+ * closes, before a receive takes it.
  *
  * A broken connection between the daemons fails nothing by itself: they
  * reconnect, send again what was not acknowledged, and deliver every
@@ -326,7 +333,8 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  * full length), SL_ERR_REG_LIMIT when a rendezvous from another node
  * would write more of @buf than this daemon may register at once ([rcache]
  * max_bytes; @buf untouched, the sender gets it too), or SL_ERR_CANCELED
- * when the queue is closed.  A receive
+ * when the daemon stops.  A receive still posted when its queue is closed
+ * never completes (sl_queue_close).  A receive
  * that met a large (rendezvous) message which then could not be moved
  * stays posted in its place, as if nothing had matched it, unless a
  * message it would also have taken has meanwhile met a receive posted
