@@ -169,6 +169,20 @@ static void expect_gauge(const struct h_daemon *d, uint64_t want, const char *wh
 		 (unsigned long long)file, (unsigned long long)ctl, (unsigned long long)want);
 }
 
+/* Wait until @d holds @n unexpected messages: a rendezvous send is queued
+ * without a completion to wait for.  Fatal after CQE_WAIT_MS. */
+static void wait_unexpected(const struct h_daemon *d, uint64_t n)
+{
+	int64_t deadline = h_now_ms() + CQE_WAIT_MS;
+	uint64_t got;
+
+	while ((got = h_daemon_stat(d, "daemon.unexpected")) != n) {
+		H_ASSERT(h_now_ms() < deadline, "%llu unexpected messages after %d ms, not %llu",
+			 (unsigned long long)got, CQE_WAIT_MS, (unsigned long long)n);
+		h_sleep_ms(5);
+	}
+}
+
 START_TEST(unexpected_charge)
 {
 	/* Eager messages of 1000 bytes: with 64 bytes each of bookkeeping
@@ -233,6 +247,7 @@ START_TEST(unexpected_charge)
 			msgs++;
 			rndv_msgs += rndv;
 		}
+		wait_unexpected(&d, msgs);
 		snprintf(when, sizeof(when), "after message %u (%llu bytes, %s)", n_fit + i + 1,
 			 (unsigned long long)tail[i].len, sl_strerror(tail[i].status));
 		expect_gauge(&d, charged, when);
