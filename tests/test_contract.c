@@ -75,17 +75,6 @@ static void post_recv(struct sl_queue *q, uint64_t tag, void *buf, size_t capaci
 	H_ASSERT(rc == 0, "sl_recv %zu bytes: %s", capacity, strerror(-rc));
 }
 
-/* Is every byte of @buf @byte? */
-static bool all_bytes(const uint8_t *buf, size_t len, uint8_t byte)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i] != byte)
-			return false;
-	return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* unexpected_charge                                                    */
 /* ------------------------------------------------------------------ */

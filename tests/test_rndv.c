@@ -179,17 +179,6 @@ static void cqe_expect_ok(const struct sl_cqe *e, uint32_t k, uint8_t opcode, ui
 		   e->peer.port);
 }
 
-/* Are all @n bytes at @p equal to @b? */
-static bool all_bytes(const uint8_t *p, size_t n, uint8_t b)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != b)
-			return false;
-	return true;
-}
-
 /* ---- coordinating clients and the test process ---- */
 
 /* A one-way event pipe, child to test process or back. */

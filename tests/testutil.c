@@ -201,6 +201,16 @@ bool msg_check(const uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_
 	return msg_check_prefix(p, len, len, src, seq, tag);
 }
 
+bool all_bytes(const uint8_t *p, size_t n, uint8_t b)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != b)
+			return false;
+	return true;
+}
+
 bool msg_decode(const uint8_t *p, size_t len, struct msg_hdr *h)
 {
 	if (len < sizeof(*h))

@@ -159,6 +159,8 @@ bool msg_check_prefix(const uint8_t *p, size_t n, size_t len, uint32_t src, uint
 		      uint64_t tag);
 /* Does @p hold that message's whole @len-byte payload? */
 bool msg_check(const uint8_t *p, size_t len, uint32_t src, uint32_t seq, uint64_t tag);
+/* Are all @n bytes at @p equal to @b (a buffer left untouched)? */
+bool all_bytes(const uint8_t *p, size_t n, uint8_t b);
 /* If @p (@len bytes received) starts with a message header, copy it to @h
  * and return true: the (src, seq, tag, len) the payload names. */
 bool msg_decode(const uint8_t *p, size_t len, struct msg_hdr *h);
