@@ -242,6 +242,40 @@ static void expect_cqe(const struct sl_cqe *c, uint8_t op, int32_t status, uint6
 	H_EQ(c->user_ctx, user_ctx);
 }
 
+/*
+ * One message of @len bytes from A (port @port) to B (@port + 1), the
+ * receive posted first: both complete OK, byte-exact.  Returns the
+ * milliseconds from the send to the last completion.
+ */
+static int64_t one_way(const struct h_daemon *nodes, uint32_t port, uint64_t len)
+{
+	struct endpoint tx, rx;
+	struct sl_cqe ctx_c, crx_c;
+	struct waiter w[2] = {
+		{ .name = "sender", .want = 1, .cqes = &ctx_c },
+		{ .name = "receiver", .want = 1, .cqes = &crx_c },
+	};
+	int64_t t0;
+
+	endpoint_open(&tx, &nodes[0], port, len);
+	endpoint_open(&rx, &nodes[1], port + 1, len);
+	pattern_fill(tx.buf, len, port);
+	memset(rx.buf, 0, len);
+	H_EQ(sl_recv(rx.q, tx.addr, port, ~0ull, rx.buf, len, 2), 0);
+	t0 = h_now_ms();
+	H_EQ(sl_send(tx.q, rx.addr, port, tx.buf, len, 1), 0);
+	w[0].q = tx.q;
+	w[1].q = rx.q;
+	wait_all(w, 2, nodes, 2);
+	t0 = h_now_ms() - t0;
+	expect_cqe(&ctx_c, SL_OP_SEND, SL_OK, len, 1);
+	expect_cqe(&crx_c, SL_OP_RECV, SL_OK, len, 2);
+	H_EQ(pattern_check(rx.buf, len, port), -1);
+	endpoint_close(&tx);
+	endpoint_close(&rx);
+	return t0;
+}
+
 /* ------------------------------------------------------------------ */
 
 /*
@@ -257,39 +291,81 @@ START_TEST(slow_link)
 	static const char *const names[] = { "A", "B" };
 	static const char conf[] = "[transport]\nsocket_buffer = 1K\n"
 				   "[limits]\narena_bytes = 512M\n";
-	const uint64_t len = 256 * MIB;
 	struct h_daemon nodes[2];
-	struct endpoint tx, rx;
-	struct sl_cqe ctx_c, crx_c;
-	struct waiter w[2] = {
-		{ .name = "sender", .want = 1, .cqes = &ctx_c },
-		{ .name = "receiver", .want = 1, .cqes = &crx_c },
-	};
-	int64_t t0;
 
 	h_cluster_start_conf(nodes, names, 2, conf);
 	h_wait_link(&nodes[0], &nodes[1]);
-	endpoint_open(&tx, &nodes[0], 1301, len);
-	endpoint_open(&rx, &nodes[1], 1302, len);
-	pattern_fill(tx.buf, len, 1);
-	memset(rx.buf, 0, len);
-	H_EQ(sl_recv(rx.q, tx.addr, 13, ~0ull, rx.buf, len, 2), 0);
-	t0 = h_now_ms();
-	H_EQ(sl_send(tx.q, rx.addr, 13, tx.buf, len, 1), 0);
-	w[0].q = tx.q;
-	w[1].q = rx.q;
-	wait_all(w, 2, nodes, 2);
-	printf("slow_link: 256 MiB in %.1f s\n", (h_now_ms() - t0) / 1e3);
-	expect_cqe(&ctx_c, SL_OP_SEND, SL_OK, len, 1);
-	expect_cqe(&crx_c, SL_OP_RECV, SL_OK, len, 2);
-	H_EQ(pattern_check(rx.buf, len, 1), -1);
+	printf("slow_link: 256 MiB in %.1f s\n", one_way(nodes, 1301, 256 * MIB) / 1e3);
 	expect_link_steady(&nodes[0], "B");
 	expect_link_steady(&nodes[1], "A");
-	endpoint_close(&tx);
-	endpoint_close(&rx);
 	h_cluster_stop(nodes, 2);
 }
 END_TEST
+
+/* ---- one message each way at once ---- */
+
+/* A sender and a receiver on each of two nodes: A's sender to B's
+ * receiver and B's to A's. */
+struct two_way {
+	struct endpoint atx, arx, btx, brx;
+	uint64_t len;
+	struct sl_cqe c[4];
+	struct waiter w[4];
+};
+
+static void two_way_open(struct two_way *t, const struct h_daemon *nodes, uint32_t port,
+			 uint64_t len)
+{
+	static const char *const names[4] = { "A sender", "B sender", "A receiver",
+					      "B receiver" };
+	unsigned i;
+
+	t->len = len;
+	endpoint_open(&t->atx, &nodes[0], port, len);
+	endpoint_open(&t->arx, &nodes[0], port + 1, len);
+	endpoint_open(&t->btx, &nodes[1], port, len);
+	endpoint_open(&t->brx, &nodes[1], port + 1, len);
+	pattern_fill(t->atx.buf, len, port);
+	pattern_fill(t->btx.buf, len, port + 1);
+	for (i = 0; i < 4; i++)
+		t->w[i] = (struct waiter){ .name = names[i], .want = 1, .cqes = &t->c[i] };
+	t->w[0].q = t->atx.q;
+	t->w[1].q = t->btx.q;
+	t->w[2].q = t->arx.q;
+	t->w[3].q = t->brx.q;
+}
+
+/* Post both receives (tag @tag, user_ctx 3 and 4), or both sends (1, 2). */
+static void two_way_post_recvs(struct two_way *t, uint64_t tag)
+{
+	H_EQ(sl_recv(t->arx.q, t->btx.addr, tag, ~0ull, t->arx.buf, t->len, 3), 0);
+	H_EQ(sl_recv(t->brx.q, t->atx.addr, tag, ~0ull, t->brx.buf, t->len, 4), 0);
+}
+
+static void two_way_post_sends(struct two_way *t, uint64_t tag)
+{
+	H_EQ(sl_send(t->atx.q, t->brx.addr, tag, t->atx.buf, t->len, 1), 0);
+	H_EQ(sl_send(t->btx.q, t->arx.addr, tag, t->btx.buf, t->len, 2), 0);
+}
+
+/* All four complete OK with the right lengths, the data is byte-exact,
+ * and both links held up. */
+static void two_way_finish(struct two_way *t, const struct h_daemon *nodes, uint32_t port)
+{
+	wait_all(t->w, 4, nodes, 2);
+	expect_cqe(&t->c[0], SL_OP_SEND, SL_OK, t->len, 1);
+	expect_cqe(&t->c[1], SL_OP_SEND, SL_OK, t->len, 2);
+	expect_cqe(&t->c[2], SL_OP_RECV, SL_OK, t->len, 3);
+	expect_cqe(&t->c[3], SL_OP_RECV, SL_OK, t->len, 4);
+	H_EQ(pattern_check(t->arx.buf, t->len, port + 1), -1);
+	H_EQ(pattern_check(t->brx.buf, t->len, port), -1);
+	expect_link_steady(&nodes[0], "B");
+	expect_link_steady(&nodes[1], "A");
+	endpoint_close(&t->atx);
+	endpoint_close(&t->arx);
+	endpoint_close(&t->btx);
+	endpoint_close(&t->brx);
+}
 
 /*
  * Issue 13, input 1, second form: ack_timeout_ms = 100 (valid) on both,
@@ -301,47 +377,18 @@ START_TEST(short_ack_timeout)
 	static const char *const names[] = { "A", "B" };
 	static const char conf[] = "[transport]\nack_timeout_ms = 100\n"
 				   "[limits]\narena_bytes = 1100M\n";
-	const uint64_t len = 1024 * MIB;
 	struct h_daemon nodes[2];
-	struct endpoint atx, arx, btx, brx;
-	struct sl_cqe c[4];
-	struct waiter w[4] = {
-		{ .name = "A sender", .want = 1, .cqes = &c[0] },
-		{ .name = "B sender", .want = 1, .cqes = &c[1] },
-		{ .name = "A receiver", .want = 1, .cqes = &c[2] },
-		{ .name = "B receiver", .want = 1, .cqes = &c[3] },
-	};
+	struct two_way *t = malloc(sizeof(*t));
 
+	H_ASSERT(t, "malloc");
 	h_cluster_start_conf(nodes, names, 2, conf);
 	h_wait_link(&nodes[0], &nodes[1]);
-	endpoint_open(&atx, &nodes[0], 1401, len);
-	endpoint_open(&arx, &nodes[0], 1402, len);
-	endpoint_open(&btx, &nodes[1], 1401, len);
-	endpoint_open(&brx, &nodes[1], 1402, len);
-	pattern_fill(atx.buf, len, 2);
-	pattern_fill(btx.buf, len, 3);
-	H_EQ(sl_send(atx.q, brx.addr, 14, atx.buf, len, 1), 0);
-	H_EQ(sl_send(btx.q, arx.addr, 14, btx.buf, len, 2), 0);
+	two_way_open(t, nodes, 1401, 1024 * MIB);
+	two_way_post_sends(t, 14);
 	h_sleep_ms(20);
-	H_EQ(sl_recv(arx.q, btx.addr, 14, ~0ull, arx.buf, len, 3), 0);
-	H_EQ(sl_recv(brx.q, atx.addr, 14, ~0ull, brx.buf, len, 4), 0);
-	w[0].q = atx.q;
-	w[1].q = btx.q;
-	w[2].q = arx.q;
-	w[3].q = brx.q;
-	wait_all(w, 4, nodes, 2);
-	expect_cqe(&c[0], SL_OP_SEND, SL_OK, len, 1);
-	expect_cqe(&c[1], SL_OP_SEND, SL_OK, len, 2);
-	expect_cqe(&c[2], SL_OP_RECV, SL_OK, len, 3);
-	expect_cqe(&c[3], SL_OP_RECV, SL_OK, len, 4);
-	H_EQ(pattern_check(arx.buf, len, 3), -1);
-	H_EQ(pattern_check(brx.buf, len, 2), -1);
-	expect_link_steady(&nodes[0], "B");
-	expect_link_steady(&nodes[1], "A");
-	endpoint_close(&atx);
-	endpoint_close(&arx);
-	endpoint_close(&btx);
-	endpoint_close(&brx);
+	two_way_post_recvs(t, 14);
+	two_way_finish(t, nodes, 1401);
+	free(t);
 	h_cluster_stop(nodes, 2);
 }
 END_TEST
@@ -362,31 +409,13 @@ START_TEST(resume_after_cuts)
 		"[transport]\nsocket_buffer = 64K\nredial_min_ms = 1\n",
 		"[transport]\nsocket_buffer = 64K\n[fault]\ncut_every_frames = 7\n",
 	};
-	const uint64_t len = 32 * MIB;
-	const uint64_t segments = len / BULK_SEGMENT;
+	const uint64_t segments = 32 * MIB / BULK_SEGMENT;
 	struct h_daemon nodes[2];
-	struct endpoint tx, rx;
-	struct sl_cqe ctx_c, crx_c;
-	struct waiter w[2] = {
-		{ .name = "sender", .want = 1, .cqes = &ctx_c },
-		{ .name = "receiver", .want = 1, .cqes = &crx_c },
-	};
 	struct link_account a, b;
 
 	h_cluster_start_confs(nodes, names, 2, confs);
 	h_wait_link(&nodes[0], &nodes[1]);
-	endpoint_open(&tx, &nodes[0], 1501, len);
-	endpoint_open(&rx, &nodes[1], 1502, len);
-	pattern_fill(tx.buf, len, 4);
-	memset(rx.buf, 0, len);
-	H_EQ(sl_recv(rx.q, tx.addr, 15, ~0ull, rx.buf, len, 2), 0);
-	H_EQ(sl_send(tx.q, rx.addr, 15, tx.buf, len, 1), 0);
-	w[0].q = tx.q;
-	w[1].q = rx.q;
-	wait_all(w, 2, nodes, 2);
-	expect_cqe(&ctx_c, SL_OP_SEND, SL_OK, len, 1);
-	expect_cqe(&crx_c, SL_OP_RECV, SL_OK, len, 2);
-	H_EQ(pattern_check(rx.buf, len, 4), -1);
+	one_way(nodes, 1501, 32 * MIB);
 	link_account(&nodes[0], "B", &a);
 	link_account(&nodes[1], "A", &b);
 	/* The faults fired, the rendezvous resumed each time from where the
@@ -401,8 +430,6 @@ START_TEST(resume_after_cuts)
 	 * segments. */
 	H_ASSERT(a.writes_tx <= segments + 5 * b.cuts, "%" PRIu64 " writes for %" PRIu64
 		 " segments and %" PRIu64 " cuts", a.writes_tx, segments, b.cuts);
-	endpoint_close(&tx);
-	endpoint_close(&rx);
 	h_cluster_stop(nodes, 2);
 }
 END_TEST
@@ -532,20 +559,13 @@ START_TEST(small_beside_bulk)
 	static const char *const names[] = { "A", "B" };
 	static const char *const pnames[] = { "pong", "ping" };
 	static const char conf[] = "[limits]\narena_bytes = 1100M\n";
-	const uint64_t len = 512 * MIB;
 	struct h_daemon nodes[2];
-	struct endpoint atx, arx, btx, brx;
 	struct hol_shared *sh = shared_alloc(sizeof(*sh));
-	struct sl_cqe c[4];
-	struct waiter w[4] = {
-		{ .name = "A sender", .want = 1, .cqes = &c[0] },
-		{ .name = "B sender", .want = 1, .cqes = &c[1] },
-		{ .name = "A receiver", .want = 1, .cqes = &c[2] },
-		{ .name = "B receiver", .want = 1, .cqes = &c[3] },
-	};
+	struct two_way *t = malloc(sizeof(*t));
 	pid_t pids[2];
 	int64_t t0;
 
+	H_ASSERT(t, "malloc");
 	h_cluster_start_conf(nodes, names, 2, conf);
 	h_wait_link(&nodes[0], &nodes[1]);
 	pids[0] = h_fork();
@@ -569,23 +589,12 @@ START_TEST(small_beside_bulk)
 			h_sleep_ms(10);
 		}
 	}
-	endpoint_open(&atx, &nodes[0], 1603, len);
-	endpoint_open(&arx, &nodes[0], 1604, len);
-	endpoint_open(&btx, &nodes[1], 1603, len);
-	endpoint_open(&brx, &nodes[1], 1604, len);
-	pattern_fill(atx.buf, len, 5);
-	pattern_fill(btx.buf, len, 6);
-	H_EQ(sl_recv(arx.q, btx.addr, 16, ~0ull, arx.buf, len, 3), 0);
-	H_EQ(sl_recv(brx.q, atx.addr, 16, ~0ull, brx.buf, len, 4), 0);
+	two_way_open(t, nodes, 1603, 512 * MIB);
+	two_way_post_recvs(t, 16);
 	sh->bulk_running = 1;
 	t0 = h_now_ms();
-	H_EQ(sl_send(atx.q, brx.addr, 16, atx.buf, len, 1), 0);
-	H_EQ(sl_send(btx.q, arx.addr, 16, btx.buf, len, 2), 0);
-	w[0].q = atx.q;
-	w[1].q = btx.q;
-	w[2].q = arx.q;
-	w[3].q = brx.q;
-	wait_all(w, 4, nodes, 2);
+	two_way_post_sends(t, 16);
+	wait_all(t->w, 4, nodes, 2);
 	sh->bulk_running = 0;
 	printf("small_beside_bulk: 512 MiB each way in %.2f s; beside it %" PRIu64
 	       " round trips of 4 KiB, the slowest %.1f ms\n", (h_now_ms() - t0) / 1e3,
@@ -594,20 +603,10 @@ START_TEST(small_beside_bulk)
 	expect_clients_ok(&pids[1], &pnames[1], 1, 2 * CL_STALL_MS);
 	sh->stop = 1;
 	expect_clients_ok(pids, pnames, 1, 30000);
-	expect_cqe(&c[0], SL_OP_SEND, SL_OK, len, 1);
-	expect_cqe(&c[1], SL_OP_SEND, SL_OK, len, 2);
-	expect_cqe(&c[2], SL_OP_RECV, SL_OK, len, 3);
-	expect_cqe(&c[3], SL_OP_RECV, SL_OK, len, 4);
-	H_EQ(pattern_check(arx.buf, len, 6), -1);
-	H_EQ(pattern_check(brx.buf, len, 5), -1);
 	H_ASSERT(sh->during_bulk >= HOL_MIN_DURING, "only %" PRIu64 " round trips of P2 "
 		 "during P1's exchange", (uint64_t)sh->during_bulk);
-	expect_link_steady(&nodes[0], "B");
-	expect_link_steady(&nodes[1], "A");
-	endpoint_close(&atx);
-	endpoint_close(&arx);
-	endpoint_close(&btx);
-	endpoint_close(&brx);
+	two_way_finish(t, nodes, 1603);	/* already complete: checks them */
+	free(t);
 	shared_free(sh, sizeof(*sh));
 	h_cluster_stop(nodes, 2);
 }
