@@ -12,6 +12,9 @@
  * with the sends.  The target checks (rkey, raddr, len) against the
  * transport's MR table before it places a byte, then reads the payload
  * straight from the socket into the registered memory (no bounce copy).
+ * Every read that brings bytes, of a frame or of a write's payload,
+ * stamps the connection (last_rx): the link counts any byte as hearing
+ * its peer.
  * A bad key or range closes the connection, as a remote access error
  * does to an RC QP.  Keys carry a generation, so a deregistered key never
  * matches again even when its slot is reused.
@@ -108,6 +111,7 @@ struct xport_conn {
 	size_t rx_cap;
 	size_t rx_len;
 	uint32_t rx_max;	/* largest payload accepted, bytes */
+	ev_tstamp rx_at;	/* ev_now() of the last read with bytes */
 	ev_timer hello_w;	/* accepted and still anonymous */
 	unsigned busy;		/* upcall nesting: free is deferred while > 0 */
 	bool zombie;		/* closed; free when busy drops to 0 */
@@ -212,6 +216,9 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 	ev_io_init(&c->rw, tcp_io_cb, fd, EV_READ);
 	ev_io_init(&c->ww, tcp_io_cb, fd, EV_WRITE);
 	ev_timer_init(&c->hello_w, hello_timeout_cb, XPORT_HELLO_TIMEOUT, 0.0);
+	/* After the reads of the same loop iteration: a HELLO waiting in
+	 * the socket of a daemon that was stalled is read first. */
+	ev_set_priority(&c->hello_w, EV_MINPRI);
 	ev_timer_init(&c->done_w, done_timer_cb, 0.0, 0.0);
 	c->done_w.data = c;
 	c->rw.data = c;
@@ -718,6 +725,8 @@ static ssize_t read_write_payload(struct xport_conn *c)
 	r = read(c->fd, c->wr_dst, c->wr_left);
 	if (r < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	if (r > 0)
+		c->rx_at = ev_now(c->x->base.loop);
 	c->wr_dst += r;
 	c->wr_left -= (uint64_t)r;
 	if (r > 0 && c->wr_left == 0 && (rc = write_placed(c)) < 0)
@@ -786,6 +795,7 @@ static void tcp_read(struct xport_conn *c)
 			tcp_close(c, -ECONNRESET);
 			return;
 		}
+		c->rx_at = ev_now(c->x->base.loop);
 		c->rx_len += (size_t)r;
 		rc = parse_frames(c);
 		if (rc < 0) {
@@ -907,6 +917,11 @@ static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static const char *tcp_peer_name(const struct xport_conn *c)
 {
 	return c->name;
+}
+
+static ev_tstamp tcp_last_rx(const struct xport_conn *c)
+{
+	return c->rx_at;
 }
 
 /* ---- setup ---- */
@@ -1082,6 +1097,7 @@ static const struct xport_ops tcp_ops = {
 	.set_rx_limit = tcp_set_rx_limit,
 	.close = tcp_close,
 	.peer_name = tcp_peer_name,
+	.last_rx = tcp_last_rx,
 	.destroy = tcp_destroy,
 };
 

@@ -202,6 +202,13 @@ struct xport_ops {
 	void (*close)(struct xport_conn *c, int err);
 	/* Peer address as text, for logs. */
 	const char *(*peer_name)(const struct xport_conn *c);
+	/* Optional (NULL: the transport cannot tell; then only whole frames
+	 * and immediates count): ev_now() of the last read that brought the
+	 * connection any byte (part of a frame, part of an RDMA write's
+	 * payload), 0 before the first.  The link counts it as hearing the
+	 * peer, so a frame or write that takes longer than the silence limit
+	 * to cross does not make a talking peer look silent. */
+	ev_tstamp (*last_rx)(const struct xport_conn *c);
 	void (*destroy)(struct xport *x);
 };
 
