@@ -18,6 +18,7 @@
 
 #include "accept_pause.h"
 #include "config.h"
+#include "loop_watch.h"
 #include "service.h"
 #include "xport/xport.h"
 
@@ -91,6 +92,7 @@ struct daemon {
 	unsigned starved;		/* checks in a row without it */
 	ev_tstamp last_work;		/* ev_now() of the last pass with work */
 	double spin_s;			/* busy-poll window, seconds */
+	struct loop_watch loop_w;	/* last poll, longest iteration, stalls */
 
 	struct xport *xp;
 	struct rcache *rc;		/* registrations of client arenas */

@@ -1,0 +1,47 @@
+/*
+ * loop_watch.h - how long the daemon's libev loop went without running
+ * (SIGSTOP, a loaded machine, one long iteration), so that the log and the
+ * counters tell a stall of this daemon apart from a peer's silence.
+ *
+ * Judging a peer only after reading what waits from it is the links'
+ * business (link.c, alive_cb); this file gives them polled_at, when the
+ * loop last entered its poll: everything that had arrived by then was
+ * reported by that poll (an fd ready at entry is returned at once, even
+ * by a poll that a stop signal then interrupts with EINTR), and measures:
+ *   - the longest iteration: from a poll's return to the next poll (libev's
+ *     release/acquire hooks around the poll: no watcher, no wake-up);
+ *   - stalls: a timer that ran LOOP_STALL_MIN or more after it was due
+ *     (link.c's keepalive timers report it), counted once per iteration,
+ *     its lateness the stall's length.  A daemon stopped in its poll
+ *     shows here, not in the iteration.
+ * All calls on the loop thread.
+ */
+#ifndef SLD_LOOP_WATCH_H
+#define SLD_LOOP_WATCH_H
+
+#include <stdint.h>
+#include <ev.h>
+
+struct daemon;
+
+/* Seconds a timer may run late before the loop counts as stalled. */
+#define LOOP_STALL_MIN 0.2
+
+struct loop_watch {
+	ev_tstamp polled_at;	/* ev_now() when the last poll began */
+	ev_tstamp woke_at;	/* ev_time() at the last poll's return */
+	ev_tstamp iteration_max;	/* seconds, longest poll return -> next poll */
+	uint64_t stalls;		/* times timers ran LOOP_STALL_MIN late */
+	ev_tstamp stall_max;		/* seconds, the longest of them */
+	ev_tstamp stall_counted;	/* woke_at of the iteration last counted */
+};
+
+/* Install the hooks on d->loop (its userdata becomes @d). */
+void loop_watch_init(struct daemon *d);
+
+/* A timer due at @due (ev_now() time) runs now: count a stall if it is
+ * LOOP_STALL_MIN late or more, once per loop iteration, and log it.
+ * Returns the lateness in seconds (0 when on time). */
+ev_tstamp loop_watch_late(struct daemon *d, ev_tstamp due);
+
+#endif
