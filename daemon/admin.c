@@ -6,7 +6,9 @@
  * Replies (numbers are JSON integers unless noted):
  *   status   node, node_id (hex), incarnation (hex), version, pid,
  *            uptime_s (number), transport, listen ("host:port" or null),
- *            clients, queues, links, links_up, log_level
+ *            clients, queues, links, links_up, log_level, and the loop's
+ *            own figures (loop_watch.h): loop_iteration_max_ms,
+ *            loop_stalls, loop_stall_max_ms
  *   clients  {"clients": [{pid, uid, gid, queues: [ids], in_flight}]}
  *   queues   {"queues": [{id, port, pid, uid, sq_used, sq_depth, cq_used,
  *            cq_depth, in_flight, posted_recvs, unexpected,
@@ -173,6 +175,9 @@ static bool cmd_status(struct daemon *d, struct json_object *o)
 	jset_u64(o, "links", d->n_links, &ok);
 	jset_u64(o, "links_up", up, &ok);
 	jset_str(o, "log_level", log_level_name(log_get_level()), &ok);
+	jset_u64(o, "loop_iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5), &ok);
+	jset_u64(o, "loop_stalls", d->loop_w.stalls, &ok);
+	jset_u64(o, "loop_stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5), &ok);
 	return ok;
 }
 

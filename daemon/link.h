@@ -251,6 +251,14 @@ struct link {
 	ev_timer timeout_w;		/* peer_timeout_ms after going down */
 	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
 	uint32_t ack_backoff;		/* ack timer period / ack_timeout_ms */
+	/* The back-off's proving window (link.c, backoff_review): since
+	 * its last change or the link's last coming up, the longest wait
+	 * for ack progress and the longest gap between frames heard, s. */
+	ev_tstamp backoff_since, backoff_ack_wait, backoff_rx_gap;
+	/* Longest gaps between frames sent and between frames heard while
+	 * up, s (a stall of ours shows in both; compare loop_watch). */
+	ev_tstamp tx_gap_max, rx_gap_max;
+	ev_tstamp alive_due;		/* when alive_w is next due */
 	ev_tstamp heard_at;		/* last ack progress, or the first frame since
 					 * that waited for one */
 	ev_tstamp down_since;
@@ -282,8 +290,9 @@ struct link {
 	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
 	/* Liveness (link.c, alive_cb): a frame goes out at least every
 	 * 0.5 s while the link is up (an ACK if nothing else does), and
-	 * nothing heard for max(ack_timeout_ms, 1 s) breaks the connection:
-	 * an idle side learns of a partition too, and the dialer redials. */
+	 * nothing heard (no byte: xport last_rx) for max(ack_timeout_ms x
+	 * ack_backoff, 1 s) breaks the connection: an idle side learns of a
+	 * partition too, and the dialer redials. */
 	ev_timer alive_w;
 	ev_timer dial_w;		/* a dial that takes too long is redone; an
 					 * accepter's nudge, given up */

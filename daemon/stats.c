@@ -29,6 +29,7 @@
 enum stat_kind {
 	SK_U64,			/* uint64_t at off */
 	SK_U32,			/* uint32_t at off */
+	SK_MS,			/* ev_tstamp (seconds) at off, as milliseconds */
 	SK_LINK_STATE,		/* link_state_name() */
 	SK_LINK_CREDITS,	/* link_credits_left() */
 	SK_LINK_RTIMER,		/* retransmission timer armed: 0 or 1 */
@@ -43,6 +44,7 @@ struct stat_desc {
 
 #define U64(type, field, name) { name, SK_U64, offsetof(type, field) }
 #define U32(type, field, name) { name, SK_U32, offsetof(type, field) }
+#define MS(type, field, name) { name, SK_MS, offsetof(type, field) }
 #define SPECIAL(kind, name) { name, kind, 0 }
 
 static const struct stat_desc daemon_ctr_stats[] = {
@@ -122,6 +124,9 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link, illegal_moves, "illegal_moves"),
 	U64(struct link, silences, "silences"),
 	U64(struct link, byes_rx, "byes_rx"),
+	U32(struct link, ack_backoff, "ack_backoff"),
+	MS(struct link, tx_gap_max, "tx_gap_max_ms"),
+	MS(struct link, rx_gap_max, "rx_gap_max_ms"),
 	SPECIAL(SK_LINK_INCARNATION, "incarnation"),
 };
 
@@ -141,6 +146,11 @@ static void visit_table(const struct stat_desc *t, size_t n, const void *base,
 
 			memcpy(&x, p + t[i].off, sizeof(x));
 			v.num = x;
+		} else if (t[i].kind == SK_MS) {
+			ev_tstamp x;
+
+			memcpy(&x, p + t[i].off, sizeof(x));
+			v.num = x > 0 ? (uint64_t)(x * 1e3 + 0.5) : 0;
 		} else {
 			uint32_t x;
 
@@ -174,6 +184,11 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "unexpected", unexp);
 	visit_num(fn, arg, "unexpected_bytes", unexp_bytes);
 	visit_num(fn, arg, "posted_recvs", posted);
+	/* The loop's own figures (loop_watch.h): a stall of this daemon,
+	 * not a peer's silence. */
+	visit_num(fn, arg, "loop_iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5));
+	visit_num(fn, arg, "loop_stalls", d->loop_w.stalls);
+	visit_num(fn, arg, "loop_stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5));
 }
 
 void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg)
@@ -205,6 +220,7 @@ void stats_visit_link(const struct link *l, stat_visit_fn fn, void *arg)
 		switch (t->kind) {
 		case SK_U64:
 		case SK_U32:
+		case SK_MS:
 			visit_table(t, 1, l, fn, arg);
 			continue;
 		case SK_LINK_STATE:

@@ -445,6 +445,9 @@ static void show_status(struct json_object *o)
 	       num(o, "links_up"));
 	cell(a, o, "log_level");
 	printf("log level    %s\n", a);
+	printf("loop         longest iteration %" PRIu64 " ms, %" PRIu64 " stalls (longest %"
+	       PRIu64 " ms)\n", num(o, "loop_iteration_max_ms"), num(o, "loop_stalls"),
+	       num(o, "loop_stall_max_ms"));
 }
 
 static void show_clients(struct json_object *o)
@@ -525,12 +528,14 @@ static void show_links(struct json_object *o)
 {
 	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "TX_SEQ", "ACKED",
 					    "RX_SEQ", "CREDITS", "BACKLOG", "UNACKED",
-					    "RETRANS", "CONNECTS", "LAST_ERROR" };
+					    "RETRANS", "CONNECTS", "SILENCES", "BACKOFF",
+					    "GAP_TX_MS", "GAP_RX_MS", "LAST_ERROR" };
 	static const bool right[] = { false, false, false, true, true, true, true, true,
-				      true, true, true, false };
+				      true, true, true, true, true, true, true, false };
 	static const char *const keys[] = { "peer", "address", "state", "tx_seq", "acked",
 					    "rx_seq", "credits", "backlog", "unacked",
-					    "retransmits", "connects", "last_error" };
+					    "retransmits", "connects", "silences", "ack_backoff",
+					    "tx_gap_max_ms", "rx_gap_max_ms", "last_error" };
 	struct json_object *arr = field(o, "links");
 	struct table t;
 	size_t i, n = arr ? json_object_array_length(arr) : 0;
@@ -540,14 +545,14 @@ static void show_links(struct json_object *o)
 		printf("no links (single node)\n");
 		return;
 	}
-	table_init(&t, head, right, 12);
+	table_init(&t, head, right, 16);
 	for (i = 0; i < n; i++) {
 		struct json_object *l = json_object_array_get_idx(arr, i);
 		char (*row)[CELL_MAX] = table_row(&t);
 
 		if (!row)
 			break;
-		for (k = 0; k < 12; k++)
+		for (k = 0; k < 16; k++)
 			cell(row[k], l, keys[k]);
 	}
 	table_print(&t);
