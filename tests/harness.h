@@ -27,7 +27,7 @@
 
 #define H_NAME_MAX 32
 #define H_PATH_MAX 108		/* sun_path */
-#define H_MAX_NODES 8
+#define H_MAX_NODES 16
 /* Bounded waits, milliseconds. */
 #define H_START_TIMEOUT_MS 5000
 #define H_STOP_TIMEOUT_MS 5000
