@@ -6,9 +6,8 @@
  * Replies (numbers are JSON integers unless noted):
  *   status   node, node_id (hex), incarnation (hex), version, pid,
  *            uptime_s (number), transport, listen ("host:port" or null),
- *            clients, queues, links, links_up, log_level, and the loop's
- *            own figures (loop_watch.h): loop_iteration_max_ms,
- *            loop_stalls, loop_stall_max_ms
+ *            clients, queues, links, links_up, log_level, loop: {every
+ *            loop.* statistic: iteration_max_ms, stalls, stall_max_ms}
  *   clients  {"clients": [{pid, uid, gid, queues: [ids], in_flight}]}
  *   queues   {"queues": [{id, port, pid, uid, sq_used, sq_depth, cq_used,
  *            cq_depth, in_flight, posted_recvs, unexpected,
@@ -152,6 +151,7 @@ static bool cmd_status(struct daemon *d, struct json_object *o)
 {
 	char buf[CONFIG_HOST_MAX + 16];
 	unsigned clients = session_count(d), up = link_count_up(d);
+	struct json_visit lv = { .obj = json_object_new_object(), .ok = true };
 	bool ok = true;
 
 	jset_str(o, "node", d->cfg.node_name, &ok);
@@ -175,10 +175,10 @@ static bool cmd_status(struct daemon *d, struct json_object *o)
 	jset_u64(o, "links", d->n_links, &ok);
 	jset_u64(o, "links_up", up, &ok);
 	jset_str(o, "log_level", log_level_name(log_get_level()), &ok);
-	jset_u64(o, "loop_iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5), &ok);
-	jset_u64(o, "loop_stalls", d->loop_w.stalls, &ok);
-	jset_u64(o, "loop_stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5), &ok);
-	return ok;
+	jset(o, "loop", lv.obj, &ok);
+	if (ok)
+		stats_visit_loop(d, json_stat, &lv);
+	return ok && lv.ok;
 }
 
 static bool cmd_clients(struct daemon *d, struct json_object *o)

@@ -9,8 +9,7 @@
 #include "loop_watch.h"
 
 /* Before poll: libev has just updated ev_now() (it does before computing
- * the poll's timeout), so this costs no clock read; the return costs one
- * (vDSO clock_gettime). */
+ * the poll's timeout), so this costs no clock read. */
 static void loop_release(struct ev_loop *loop)
 {
 	struct daemon *d = ev_userdata(loop);
@@ -22,18 +21,24 @@ static void loop_release(struct ev_loop *loop)
 		w->iteration_max = ran;
 }
 
-static void loop_acquire(struct ev_loop *loop)
+/* After poll: check watchers are queued last, so this runs first, and
+ * ev_now() is when the poll returned (libev read the clock for it). */
+static void loop_woke_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
-	struct daemon *d = ev_userdata(loop);
+	struct daemon *d = w->data;
 
-	d->loop_w.woke_at = ev_time();
+	(void)revents;
+	d->loop_w.woke_at = ev_now(loop);
 }
 
 void loop_watch_init(struct daemon *d)
 {
 	d->loop_w.polled_at = ev_now(d->loop);
 	ev_set_userdata(d->loop, d);
-	ev_set_loop_release_cb(d->loop, loop_release, loop_acquire);
+	ev_set_loop_release_cb(d->loop, loop_release, NULL);
+	ev_check_init(&d->loop_w.woke_w, loop_woke_cb);
+	d->loop_w.woke_w.data = d;
+	ev_check_start(d->loop, &d->loop_w.woke_w);
 }
 
 ev_tstamp loop_watch_late(struct daemon *d, ev_tstamp due)

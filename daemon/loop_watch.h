@@ -8,8 +8,9 @@
  * loop last entered its poll: everything that had arrived by then was
  * reported by that poll (an fd ready at entry is returned at once, even
  * by a poll that a stop signal then interrupts with EINTR), and measures:
- *   - the longest iteration: from a poll's return to the next poll (libev's
- *     release/acquire hooks around the poll: no watcher, no wake-up);
+ *   - the longest iteration: from a poll's return (an ev_check watcher) to
+ *     the next poll (libev's release hook): no clock read of its own, no
+ *     wake-up;
  *   - stalls: a timer that ran LOOP_STALL_MIN or more after it was due
  *     (link.c's keepalive timers report it), counted once per iteration,
  *     its lateness the stall's length.  A daemon stopped in its poll
@@ -29,14 +30,15 @@ struct daemon;
 
 struct loop_watch {
 	ev_tstamp polled_at;	/* ev_now() when the last poll began */
-	ev_tstamp woke_at;	/* ev_time() at the last poll's return */
+	ev_tstamp woke_at;	/* ev_now() at the last poll's return */
+	ev_check woke_w;	/* records it */
 	ev_tstamp iteration_max;	/* seconds, longest poll return -> next poll */
 	uint64_t stalls;		/* times timers ran LOOP_STALL_MIN late */
 	ev_tstamp stall_max;		/* seconds, the longest of them */
 	ev_tstamp stall_counted;	/* woke_at of the iteration last counted */
 };
 
-/* Install the hooks on d->loop (its userdata becomes @d). */
+/* Install the hook and the watcher on d->loop (its userdata becomes @d). */
 void loop_watch_init(struct daemon *d);
 
 /* A timer due at @due (ev_now() time) runs now: count a stall if it is

@@ -184,11 +184,13 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "unexpected", unexp);
 	visit_num(fn, arg, "unexpected_bytes", unexp_bytes);
 	visit_num(fn, arg, "posted_recvs", posted);
-	/* The loop's own figures (loop_watch.h): a stall of this daemon,
-	 * not a peer's silence. */
-	visit_num(fn, arg, "loop_iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5));
-	visit_num(fn, arg, "loop_stalls", d->loop_w.stalls);
-	visit_num(fn, arg, "loop_stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5));
+}
+
+void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)
+{
+	visit_num(fn, arg, "iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5));
+	visit_num(fn, arg, "stalls", d->loop_w.stalls);
+	visit_num(fn, arg, "stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5));
 }
 
 void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg)
@@ -271,6 +273,8 @@ static void write_all(struct daemon *d, FILE *f)
 	stats_visit_rcache(d, file_line, &fv);
 	fv.prefix = "xport";
 	stats_visit_xport(d, file_line, &fv);
+	fv.prefix = "loop";
+	stats_visit_loop(d, file_line, &fv);
 	fv.prefix = prefix;
 	for (i = 0; i < d->n_links; i++) {
 		snprintf(prefix, sizeof(prefix), "link.%s", d->links[i]->peer->name);

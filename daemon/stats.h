@@ -32,6 +32,10 @@ typedef void (*stat_visit_fn)(void *arg, const struct stat_value *v);
 void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg);
 /* Every rcache.* value (struct rcache_stats). */
 void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg);
+/* Every loop.* value (loop_watch.h): iteration_max_ms, stalls,
+ * stall_max_ms.  They may change while nothing else does (a timer runs
+ * late), so they are not among the counters. */
+void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg);
 /* Every xport.* value (struct xport_stats of the transport). */
 void stats_visit_xport(struct daemon *d, stat_visit_fn fn, void *arg);
 /* Every link.PEER.* value of @l. */

@@ -157,8 +157,8 @@ static void expect_link_held(const struct h_daemon *ds, uint64_t conn_a, uint64_
 
 	h_daemon_stats(&ds[0], &sa);
 	h_daemon_stats(&ds[1], &sb);
-	b_stalls = stat_opt(&sb, "daemon.loop_stalls");
-	b_stall_max = stat_opt(&sb, "daemon.loop_stall_max_ms");
+	b_stalls = stat_opt(&sb, "loop.stalls");
+	b_stall_max = stat_opt(&sb, "loop.stall_max_ms");
 	printf("stalled_daemon %u: A: silences %" PRIu64 ", ack_timeouts %" PRIu64
 	       ", connects %" PRIu64 " (was %" PRIu64 "); B: silences %" PRIu64
 	       ", ack_timeouts %" PRIu64 ", connects %" PRIu64 " (was %" PRIu64
@@ -316,17 +316,15 @@ START_TEST(stalled_mesh)
 		printf("  %s: silences %" PRIu64 ", ack_timeouts %" PRIu64 ", reconnects %" PRIu64
 		       ", loop_stalls %lld, loop_stall_max_ms %lld, loop_iteration_max_ms %lld\n",
 		       names[i], silences, ack_timeouts, reconnects,
-		       stat_opt(&st, "daemon.loop_stalls"),
-		       stat_opt(&st, "daemon.loop_stall_max_ms"),
-		       stat_opt(&st, "daemon.loop_iteration_max_ms"));
+		       stat_opt(&st, "loop.stalls"), stat_opt(&st, "loop.stall_max_ms"),
+		       stat_opt(&st, "loop.iteration_max_ms"));
 		fflush(stdout);
 		H_EQ(silences, 0);
 		H_EQ(ack_timeouts, 0);
 		H_EQ(reconnects, 0);
 		if (i == 0)
-			H_ASSERT(stat_opt(&st, "daemon.loop_stalls") >= MESH_CYCLES,
-				 "the victim counted %lld stalls",
-				 stat_opt(&st, "daemon.loop_stalls"));
+			H_ASSERT(stat_opt(&st, "loop.stalls") >= MESH_CYCLES,
+				 "the victim counted %lld stalls", stat_opt(&st, "loop.stalls"));
 	}
 	client_close(&to_victim);
 	client_close(&victim);

@@ -445,9 +445,10 @@ static void show_status(struct json_object *o)
 	       num(o, "links_up"));
 	cell(a, o, "log_level");
 	printf("log level    %s\n", a);
-	printf("loop         longest iteration %" PRIu64 " ms, %" PRIu64 " stalls (longest %"
-	       PRIu64 " ms)\n", num(o, "loop_iteration_max_ms"), num(o, "loop_stalls"),
-	       num(o, "loop_stall_max_ms"));
+	if (field(o, "loop"))
+		printf("loop         longest iteration %" PRIu64 " ms, %" PRIu64
+		       " stalls (longest %" PRIu64 " ms)\n", num(field(o, "loop"), "iteration_max_ms"),
+		       num(field(o, "loop"), "stalls"), num(field(o, "loop"), "stall_max_ms"));
 }
 
 static void show_clients(struct json_object *o)
