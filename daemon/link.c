@@ -623,12 +623,14 @@ static int post_write_segment(struct link *l, struct link_frame *f)
  * Move what fits into the transport SQ: control frames first (they may
  * use the reserve), then data, alternating between queued sends and RDMA
  * write segments so that neither starves the other; then an ACK if one
- * is due and nothing else carried it.
+ * is due and nothing else carried it.  Returns the frames and segments
+ * posted (ACKs aside): the progress engine's work.
  */
-static void link_post_backlog(struct link *l, bool force_ack)
+static unsigned link_post_backlog(struct link *l, bool force_ack)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
 	struct link_frame *f;
+	unsigned posted = 0;
 
 	while ((f = TAILQ_FIRST(&l->backlog)) && !is_send(f)) {
 		int rc = post_ctl(l, f);
@@ -638,7 +640,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 				f->deferred = true;
 				l->ctl_deferred++;
 			}
-			return;
+			return posted;
 		}
 		if (rc < 0) {
 			log_err("link %s: cannot post control frame %u: %s", l->peer->name,
@@ -652,6 +654,7 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		unacked_append(l, f);
 		if (f->type == SL_WIRE_RTR && f->ctl_status == SL_OK)
 			note_rtr_posted(l, f);
+		posted++;
 	}
 	while (data_space(l) && ops->sq_bytes(l->conn) < LINK_TX_BUDGET) {
 		struct link_frame *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
@@ -667,12 +670,14 @@ static void link_post_backlog(struct link *l, bool force_ack)
 		if ((do_write ? post_write_segment(l, write) : post_send_frame(l, send)) < 0)
 			break;
 		l->write_turn = !do_write;
+		posted++;
 	}
 	if (ack_due(l, force_ack) && ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
 
 		post_frame(l, &wf, NULL, 0);
 	}
+	return posted;
 }
 
 static void rndv_recv_abort(struct rndv_recv *rr, int status);
@@ -818,8 +823,9 @@ static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64
 	queue_rtr_from(l, send_id, recv_id, raddr, len, rkey, status, 0);
 }
 
-void link_flush_all(struct daemon *d, bool force_ack)
+unsigned link_flush_all(struct daemon *d, bool force_ack)
 {
+	unsigned posted = 0;
 	size_t i;
 
 	for (i = 0; i < d->n_links; i++) {
@@ -834,10 +840,11 @@ void link_flush_all(struct daemon *d, bool force_ack)
 		}
 		if (l->state != LINK_UP)
 			continue;
-		link_post_backlog(l, force_ack);
+		posted += link_post_backlog(l, force_ack);
 		if (l->conn)
 			d->xp->ops->flush(l->conn);
 	}
+	return posted;
 }
 
 /* ---- rendezvous: sending side ---- */

@@ -304,7 +304,7 @@ struct link {
 /* Bytes per RDMA write WR of a rendezvous: the grain at which the
  * rendezvous of different clients, and their eager sends, take turns on
  * a link. */
-#define LINK_WRITE_SEGMENT (256u << 10)
+#define LINK_WRITE_SEGMENT (512u << 10)
 
 /*
  * Payload bytes of data (EAGER payloads, RDMA write segments) a link lets
@@ -369,8 +369,11 @@ void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status);
 void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_t status);
 
 /* Hand queued frames to the transport and write them (end of a pass).
- * @force_ack: send every pending ACK now (the engine is going to sleep). */
-void link_flush_all(struct daemon *d, bool force_ack);
+ * @force_ack: send every pending ACK now (the engine is going to sleep).
+ * Returns the frames and RDMA write segments posted: work, since what
+ * the transport completes at once (tcp: written to the socket) frees the
+ * data budget for more without any event that would wake the engine. */
+unsigned link_flush_all(struct daemon *d, bool force_ack);
 
 /* Is @node a peer whose link has been down past peer_timeout_ms?  A
  * receive naming it as its source then completes SL_ERR_PEER_DOWN. */

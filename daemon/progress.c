@@ -65,7 +65,7 @@ unsigned daemon_progress(struct daemon *d)
 	}
 	if (bad)
 		session_destroy(bad);
-	link_flush_all(d, false);
+	work += link_flush_all(d, false);
 	daemon_flush_cq_wakeups(d);
 	return work;
 }
@@ -91,13 +91,17 @@ void daemon_kick(struct daemon *d)
 }
 
 /* Announce sleep everywhere; false (and everyone awake) if work arrived.
- * Delayed ACKs go out first: nothing else would send them. */
+ * Delayed ACKs go out first: nothing else would send them.  Data posted
+ * here is work too: its completions may have freed the link's budget
+ * already, and no event would say so. */
 static bool try_sleep(struct daemon *d)
 {
 	struct queue *q;
+	unsigned posted = link_flush_all(d, true);
 
-	link_flush_all(d, true);
 	daemon_flush_cq_wakeups(d);	/* flushing may have completed sends */
+	if (posted)
+		return false;
 
 	TAILQ_FOREACH(q, &d->queues, all) {
 		if (queue_prepare_sleep(q)) {

@@ -51,7 +51,7 @@
 /* daemon/link.h: LINK_WRITE_SEGMENT, and LINK_TX_BUDGET + a segment, the
  * most payload a control frame may be posted behind (the eager sends here
  * are smaller than a segment). */
-#define BULK_SEGMENT (256ull << 10)
+#define BULK_SEGMENT (512ull << 10)
 #define BULK_AHEAD_MAX (3 * BULK_SEGMENT)
 
 /* ---- payload ---- */
@@ -426,7 +426,7 @@ START_TEST(resume_after_cuts)
 		 a.rndv_resumed_bytes);
 	/* Each cut loses at most the budget in the send queue (2 segments),
 	 * the one being posted, what the kernel holds (64 KiB buffers,
-	 * doubled, each way: half a segment) and the write being read: 5
+	 * doubled, each way: less than a segment) and the write being read: 5
 	 * segments. */
 	H_ASSERT(a.writes_tx <= segments + 5 * b.cuts, "%" PRIu64 " writes for %" PRIu64
 		 " segments and %" PRIu64 " cuts", a.writes_tx, segments, b.cuts);

@@ -59,12 +59,14 @@
  * window, which bounds what is sent but not yet read by the peer daemon
  * (TCP_WINDOW_CLAMP).  Autotuning lets both grow to megabytes, and bytes
  * in the kernel are FIFO: an ACK or a 4 KiB message of one client would
- * wait behind them (link.h, LINK_TX_BUDGET, bounds the rest).  512 KiB of
- * window covers the bandwidth-delay product of a LAN (25 Gb/s at 100 us);
- * [transport] socket_buffer, when set, sizes the buffers instead.
+ * wait behind them (link.h, LINK_TX_BUDGET, bounds the rest).  A 1 MiB
+ * window covers the bandwidth-delay product of a LAN (40 Gb/s at 200 us)
+ * and kept loopback streams at their old speed, where 512 KiB and 128 KiB
+ * unsent cost up to half of it (docs/link-scheduling.md); [transport]
+ * socket_buffer, when set, sizes the buffers instead.
  */
-#define TCP_UNSENT_MAX (128u << 10)
-#define TCP_WINDOW_MAX (512u << 10)
+#define TCP_UNSENT_MAX (256u << 10)
+#define TCP_WINDOW_MAX (1u << 20)
 
 struct tcp_wr {
 	uint64_t wr_id;
