@@ -172,6 +172,18 @@ uint16_t h_free_port(void)
 	return port;
 }
 
+int h_tcp_connect(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H_ASSERT(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0, "connect to port %u: %s",
+		 port, strerror(errno));
+	return fd;
+}
+
 static void daemon_path(char *buf, size_t len)
 {
 	const char *top = getenv("top_builddir");

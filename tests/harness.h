@@ -94,6 +94,10 @@ void h_dump_logs(void);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bind port 0). */
 uint16_t h_free_port(void);
 
+/* A TCP connection to 127.0.0.1:@port, as a stranger (a raw peer, a
+ * forged HELLO) would open one; returns its fd.  Fatal on error. */
+int h_tcp_connect(uint16_t port);
+
 /*
  * h_daemon_start - fork+exec $top_builddir/daemon/sluiced for node @name
  * with a fresh runtime dir; @tcp_port 0 runs without --listen; @peers (each

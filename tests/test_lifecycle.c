@@ -585,17 +585,6 @@ START_TEST(one_daemon_per_runtime_dir)
 }
 END_TEST
 
-static int tcp_connect(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	H_EQ(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
 /* Milliseconds until the peer closes @fd (read returns 0 or an error). */
 static int64_t ms_until_closed(int fd, int limit_ms)
 {
@@ -632,7 +621,7 @@ START_TEST(anonymous_peers_are_bounded)
 	n = sl_wire_encode(&f, hdr, sizeof(hdr));
 	H_ASSERT(n > 0, "encode %d", n);
 	for (i = 0; i < 20; i++) {
-		fds[i] = tcp_connect(a.tcp_port);
+		fds[i] = h_tcp_connect(a.tcp_port);
 		H_EQ(write(fds[i], hdr, (size_t)n), n);
 		/* The start of a payload; the daemon may have refused the
 		 * header and reset the connection already. */
@@ -649,7 +638,7 @@ START_TEST(anonymous_peers_are_bounded)
 	H_ASSERT(rss0 > 0 && rss1 > 0, "rss %ld %ld", rss0, rss1);
 	H_ASSERT(rss1 - rss0 < 8 * 1024, "daemon grew by %ld KiB", rss1 - rss0);
 
-	idle = tcp_connect(a.tcp_port);
+	idle = h_tcp_connect(a.tcp_port);
 	ms = ms_until_closed(idle, 7000);
 	H_ASSERT(ms >= 4500 && ms <= 6500, "silent connection closed after %lld ms",
 		 (long long)ms);

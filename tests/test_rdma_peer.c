@@ -28,17 +28,6 @@
 #define RECV_PORT 9001u
 #define TAG 7u
 
-static int tcp_connect(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	H_EQ(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return fd;
-}
-
 /* Read exactly @n bytes within @ms; returns 0, or -1 on EOF/error/timeout. */
 static int read_full(int fd, void *buf, size_t n, int ms)
 {
@@ -108,7 +97,7 @@ static void send_frame(int fd, struct sl_wire_frame *f, const void *payload)
 static int peer_hello(const struct h_daemon *b, uint32_t peer_id)
 {
 	struct sl_wire_frame f = { .type = SL_WIRE_HELLO };
-	int fd = tcp_connect(b->tcp_port);
+	int fd = h_tcp_connect(b->tcp_port);
 
 	f.u.hello.node_id = peer_id;
 	f.u.hello.eager_max = 65536;
@@ -215,7 +204,7 @@ START_TEST(rdma_writes_are_checked)
 		data[i] = (uint8_t)(i * 7 + 1);
 
 	/* A write before HELLO: nobody may write on an anonymous connection. */
-	fd = tcp_connect(b.tcp_port);
+	fd = h_tcp_connect(b.tcp_port);
 	send_write(fd, 4096, 1, data, 16, false, 0);
 	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "anonymous write left the connection open");
 	close(fd);

@@ -714,18 +714,6 @@ START_TEST(rndv_restart)
 }
 END_TEST
 
-static int tcp_connect_port(uint16_t port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	H_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
-		 strerror(errno));
-	return fd;
-}
-
 #define SN_NUDGES 20
 
 /*
@@ -757,7 +745,7 @@ START_TEST(stranger_nudge)
 		f.u.hello.credits = 16;
 		n = sl_wire_encode(&f, hdr, sizeof(hdr));
 		H_ASSERT(n > 0, "encode: %d", n);
-		fd = tcp_connect_port(nodes[DIAL].tcp_port);
+		fd = h_tcp_connect(nodes[DIAL].tcp_port);
 		H_EQ(write(fd, hdr, (size_t)n), n);
 		/* Closed (reset) without a word. */
 		rc = h_read_byte(fd, &b, 2000);
