@@ -66,6 +66,10 @@
  * socket_buffer, when set, sizes the buffers instead.
  */
 #define TCP_UNSENT_MAX (256u << 10)
+/* [transport] socket_buffer below this (bytes) also caps the segment size
+ * at a quarter of it, TCP_MSS_MIN at least (set_sockopts). */
+#define TCP_SMALL_BUFFER (64 << 10)
+#define TCP_MSS_MIN 536
 #define TCP_WINDOW_MAX (1u << 20)
 
 struct tcp_wr {
@@ -178,17 +182,28 @@ static void set_sockopts(const struct tcp_xport *x, int fd)
 	 * writev() already. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		log_warn("tcp: TCP_NODELAY: %m");
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){ TCP_UNSENT_MAX },
-		       sizeof(int)) < 0)
-		log_warn("tcp: TCP_NOTSENT_LOWAT: %m");
-	if (!buf && setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &(int){ TCP_WINDOW_MAX },
-			       sizeof(int)) < 0)
-		log_warn("tcp: TCP_WINDOW_CLAMP: %m");
+	/* With [transport] socket_buffer the buffers are sized already. */
+	if (!buf && (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){ TCP_UNSENT_MAX },
+				sizeof(int)) < 0 ||
+		     setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &(int){ TCP_WINDOW_MAX },
+				sizeof(int)) < 0))
+		log_warn("tcp: TCP_NOTSENT_LOWAT or TCP_WINDOW_CLAMP: %m");
 	/* Small buffers are for tests of a full socket (libfabric issue
 	 * 5897); the kernel doubles the value and has a floor. */
 	if (buf && (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
 		    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0))
 		log_warn("tcp: socket buffers of %d bytes: %m", buf);
+	/* Tiny buffers want tiny segments: a receiver advertises no window
+	 * until at least a segment's worth (the largest it has seen) is
+	 * free, so segments near the buffer's size kept the window shut
+	 * until the sender's 200 ms zero-window probe (test_pressure's c03
+	 * crawled at one credit window per probe, 1 run in 10). */
+	if (buf && buf < TCP_SMALL_BUFFER) {
+		int mss = buf / 4 < TCP_MSS_MIN ? TCP_MSS_MIN : buf / 4;
+
+		if (setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)) < 0)
+			log_warn("tcp: TCP_MAXSEG %d: %m", mss);
+	}
 }
 
 static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state st)
