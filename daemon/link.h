@@ -313,7 +313,7 @@ struct link {
  * keepalive posted at any moment waits behind at most LINK_TX_BUDGET plus
  * one data frame (a write segment, or an eager payload of up to
  * eager_max), and on tcp the little the socket itself may hold (tcp.c,
- * TCP_UNSENT_MAX and TCP_WINDOW_MAX): a millisecond at 1 GB/s, where a
+ * TCP_UNSENT_MAX and TCP_WINDOW_MAX): a few milliseconds at 1 GB/s, where a
  * whole SQ of segments took seconds.  Within the budget the sends of all
  * clients and the write segments of all rendezvous take turns, so a small
  * message waits behind at most this much of another client's bulk.  Two
