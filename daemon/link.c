@@ -1507,7 +1507,9 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
  * peer would otherwise learn it at its next redial, up to redial_max_ms
  * later): a short connection carrying our HELLO, closed once it has left.
  * A peer that is not there is not asked again: it dials us when it
- * starts.  dial_w bounds a connect that hangs.
+ * starts.  dial_w bounds a connect that hangs.  Only over transports
+ * whose short connections are cheap (xport_ops.short_connections: tcp);
+ * on verbs the peer learns at its next redial.
  */
 static void link_nudge(struct link *l)
 {
@@ -2328,7 +2330,7 @@ int link_setup_all(struct daemon *d)
 		timeout_arm(l);	/* a peer never seen times out too */
 		if (l->dialer)
 			link_dial(l);
-		else
+		else if (d->xp->ops->short_connections)
 			link_nudge(l);
 		log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id,
 			 l->peer->host, l->peer->port, l->dialer ? "dialing" : "waiting");

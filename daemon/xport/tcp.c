@@ -1099,6 +1099,7 @@ static void tcp_destroy(struct xport *xb)
 
 static const struct xport_ops tcp_ops = {
 	.name = "tcp",
+	.short_connections = true,
 	.listen = tcp_listen,
 	.connect = tcp_connect,
 	.post_send = tcp_post_send,

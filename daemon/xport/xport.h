@@ -153,6 +153,12 @@ struct xport_stats {
 
 struct xport_ops {
 	const char *name;
+	/* A short extra connection to a peer (the link's nudge of a starting
+	 * node, link.c) is cheap and harmless: tcp.  Not on verbs: each is a
+	 * QP and a CM exchange, and on Soft-RoCE the nudge left the device
+	 * answering no connection request after a later port flap (rxe-suite's
+	 * flap test failed 4 runs of 14 with it, 0 of 8 without). */
+	bool short_connections;
 	/* Listen on host:port.  Returns 0 or -errno. */
 	int (*listen)(struct xport *x, const char *host, uint16_t port);
 	/* Start a connect; completion through upcalls->connected.
