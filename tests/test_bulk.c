@@ -554,6 +554,69 @@ static void hol_ping(const struct h_daemon *a, const struct h_daemon *b,
 	_exit(CL_OK);
 }
 
+/*
+ * What the kernel holds for the link, bytes: the most any ESTABLISHED
+ * socket to or from one of the daemons' listen ports has received and
+ * not yet given to its daemon (rx_queue) or has not had acknowledged
+ * (tx_queue), read from /proc/net/tcp.  A 4 KiB message waits behind all
+ * of it: the tcp transport bounds both with its receive buffer and
+ * window (TCP_WINDOW_MAX, 1 MiB) and TCP_NOTSENT_LOWAT.  Before the
+ * receive buffer was fixed, autotuning grew the window past the clamp
+ * and 20 MiB sat unread ahead of the ping-pong.
+ */
+#define KERNEL_UNREAD_MAX (2 * MIB)
+#define KERNEL_UNACKED_MAX (3 * MIB)
+
+struct kernel_queues {
+	_Atomic int stop;
+	_Atomic uint64_t samples;	/* of a link connection */
+	_Atomic uint64_t unread_max;
+	_Atomic uint64_t unacked_max;
+};
+
+static void kernel_queues_sample(const struct h_daemon *ds, unsigned n, struct kernel_queues *kq)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[512];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, rport, st;
+		unsigned long tx, rx;
+		bool ours = false;
+
+		if (sscanf(line, " %*u: %*x:%x %*x:%x %x %lx:%lx", &lport, &rport, &st, &tx,
+			   &rx) != 5 || st != 1)
+			continue;
+		for (unsigned i = 0; i < n; i++)
+			ours |= lport == ds[i].tcp_port || rport == ds[i].tcp_port;
+		if (!ours)
+			continue;
+		kq->samples++;
+		if (rx > kq->unread_max)
+			kq->unread_max = rx;
+		if (tx > kq->unacked_max)
+			kq->unacked_max = tx;
+	}
+	fclose(f);
+}
+
+/* A child that samples every millisecond until told to stop. */
+static pid_t kernel_queues_watch(const struct h_daemon *ds, unsigned n, struct kernel_queues *kq)
+{
+	pid_t pid = h_fork();
+
+	if (pid == 0) {
+		while (!kq->stop) {
+			kernel_queues_sample(ds, n, kq);
+			h_sleep_ms(1);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
 START_TEST(small_beside_bulk)
 {
 	static const char *const names[] = { "A", "B" };
@@ -562,8 +625,10 @@ START_TEST(small_beside_bulk)
 	struct h_daemon nodes[2];
 	struct hol_shared *sh = shared_alloc(sizeof(*sh));
 	struct two_way *t = malloc(sizeof(*t));
-	pid_t pids[2];
+	struct kernel_queues *kq = shared_alloc(sizeof(*kq));
+	pid_t pids[2], watcher;
 	int64_t t0;
+	int status;
 
 	H_ASSERT(t, "malloc");
 	h_cluster_start_conf(nodes, names, 2, conf);
@@ -591,22 +656,34 @@ START_TEST(small_beside_bulk)
 	}
 	two_way_open(t, nodes, 1603, 512 * MIB);
 	two_way_post_recvs(t, 16);
+	watcher = kernel_queues_watch(nodes, 2, kq);
 	sh->bulk_running = 1;
 	t0 = h_now_ms();
 	two_way_post_sends(t, 16);
 	wait_all(t->w, 4, nodes, 2);
 	sh->bulk_running = 0;
+	kq->stop = 1;
+	H_ASSERT(waitpid(watcher, &status, 0) == watcher && WIFEXITED(status) &&
+		 WEXITSTATUS(status) == 0, "the /proc/net/tcp sampler failed");
 	printf("small_beside_bulk: 512 MiB each way in %.2f s; beside it %" PRIu64
-	       " round trips of 4 KiB, the slowest %.1f ms\n", (h_now_ms() - t0) / 1e3,
-	       (uint64_t)sh->during_bulk, sh->worst_us / 1e3);
+	       " round trips of 4 KiB, the slowest %.1f ms; in the kernel at most %" PRIu64
+	       " bytes unread, %" PRIu64 " unacknowledged (%" PRIu64 " samples)\n",
+	       (h_now_ms() - t0) / 1e3, (uint64_t)sh->during_bulk, sh->worst_us / 1e3,
+	       (uint64_t)kq->unread_max, (uint64_t)kq->unacked_max, (uint64_t)kq->samples);
 	sh->stop_ping = 1;
 	expect_clients_ok(&pids[1], &pnames[1], 1, 2 * CL_STALL_MS);
 	sh->stop = 1;
 	expect_clients_ok(pids, pnames, 1, 30000);
 	H_ASSERT(sh->during_bulk >= HOL_MIN_DURING, "only %" PRIu64 " round trips of P2 "
 		 "during P1's exchange", (uint64_t)sh->during_bulk);
+	H_ASSERT(kq->samples > 0, "no link connection in /proc/net/tcp");
+	H_ASSERT(kq->unread_max <= KERNEL_UNREAD_MAX, "%" PRIu64 " bytes unread in a link's "
+		 "socket (the window bounds it to about 1 MiB)", (uint64_t)kq->unread_max);
+	H_ASSERT(kq->unacked_max <= KERNEL_UNACKED_MAX, "%" PRIu64 " bytes unacknowledged in "
+		 "a link's socket", (uint64_t)kq->unacked_max);
 	two_way_finish(t, nodes, 1603);	/* already complete: checks them */
 	free(t);
+	shared_free(kq, sizeof(*kq));
 	shared_free(sh, sizeof(*sh));
 	h_cluster_stop(nodes, 2);
 }

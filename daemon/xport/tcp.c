@@ -64,6 +64,13 @@
  * and kept loopback streams at their old speed, where 512 KiB and 128 KiB
  * unsent cost up to half of it (docs/link-scheduling.md); [transport]
  * socket_buffer, when set, sizes the buffers instead.
+ *
+ * The clamp alone does not hold: receive-buffer autotuning resets the
+ * window clamp to follow the buffer it grows (to tcp_rmem's maximum, 32
+ * MiB here), and 11 to 22 MiB sat unread ahead of every small message.
+ * Setting SO_RCVBUF turns autotuning off; the kernel doubles the value
+ * for its overhead, so half the window gives a window of about
+ * TCP_WINDOW_MAX (tests/test_bulk.c reads the queues in /proc/net/tcp).
  */
 #define TCP_UNSENT_MAX (256u << 10)
 /* [transport] socket_buffer below this (bytes) also caps the segment size
@@ -185,9 +192,11 @@ static void set_sockopts(const struct tcp_xport *x, int fd)
 	/* With [transport] socket_buffer the buffers are sized already. */
 	if (!buf && (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){ TCP_UNSENT_MAX },
 				sizeof(int)) < 0 ||
+		     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){ TCP_WINDOW_MAX / 2 },
+				sizeof(int)) < 0 ||
 		     setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &(int){ TCP_WINDOW_MAX },
 				sizeof(int)) < 0))
-		log_warn("tcp: TCP_NOTSENT_LOWAT or TCP_WINDOW_CLAMP: %m");
+		log_warn("tcp: TCP_NOTSENT_LOWAT, SO_RCVBUF or TCP_WINDOW_CLAMP: %m");
 	/* Small buffers are for tests of a full socket (libfabric issue
 	 * 5897); the kernel doubles the value and has a floor. */
 	if (buf && (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
