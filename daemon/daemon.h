@@ -45,6 +45,10 @@ struct daemon_counters {
 	uint64_t sleeps;		/* times the progress engine went idle */
 	uint64_t ring_errors;		/* corrupt ring indices seen */
 	uint64_t quota_stalls;		/* drains stopped at client_max_inflight */
+	/* Times the engine, about to sleep, found a link that could still
+	 * post and stayed awake: a wake-up that some event failed to give
+	 * (daemon_kick).  0 unless there is a bug; tests assert it. */
+	uint64_t lost_wakeups;
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */
@@ -89,6 +93,7 @@ struct daemon {
 	ev_idle progress_w;		/* runs passes while spinning */
 	ev_check starvation_w;		/* runs them if fds keep idle out */
 	bool idle_ran;			/* progress_w ran since the last check */
+	bool kicked;			/* daemon_kick() since try_sleep began */
 	unsigned starved;		/* checks in a row without it */
 	ev_tstamp last_work;		/* ev_now() of the last pass with work */
 	double spin_s;			/* busy-poll window, seconds */

@@ -823,6 +823,31 @@ static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64
 	queue_rtr_from(l, send_id, recv_id, raddr, len, rkey, status, 0);
 }
 
+/* What link_post_backlog() would find to post, without posting it. */
+static bool link_can_post(const struct link *l)
+{
+	const struct xport_ops *ops = l->d->xp->ops;
+	const struct link_frame *f = TAILQ_FIRST(&l->backlog);
+
+	if (l->state != LINK_UP || !l->conn)
+		return false;
+	if (f && !is_send(f))
+		return ops->sq_space(l->conn) > 0;
+	if (!data_space(l) || ops->sq_bytes(l->conn) >= LINK_TX_BUDGET)
+		return false;
+	return (f && link_credits_left(l)) || !TAILQ_EMPTY(&l->writes);
+}
+
+bool link_any_can_post(const struct daemon *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++)
+		if (link_can_post(d->links[i]))
+			return true;
+	return false;
+}
+
 unsigned link_flush_all(struct daemon *d, bool force_ack)
 {
 	unsigned posted = 0;

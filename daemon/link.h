@@ -375,6 +375,12 @@ void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_
  * data budget for more without any event that would wake the engine. */
 unsigned link_flush_all(struct daemon *d, bool force_ack);
 
+/* Could some link post a frame or a write segment now (control frames,
+ * or data within LINK_TX_BUDGET: sends with credits, write segments)?
+ * The progress engine must not sleep while this holds: nothing but its
+ * own passes would post them (progress.c, try_sleep). */
+bool link_any_can_post(const struct daemon *d);
+
 /* Is @node a peer whose link has been down past peer_timeout_ms?  A
  * receive naming it as its source then completes SL_ERR_PEER_DOWN. */
 bool link_node_timed_out(struct daemon *d, uint32_t node);

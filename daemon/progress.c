@@ -83,6 +83,9 @@ static void wake_all(struct daemon *d)
 
 void daemon_kick(struct daemon *d)
 {
+	/* Also while the engine runs: try_sleep must not stop it after a
+	 * kick that came from its own flush. */
+	d->kicked = true;
 	if (ev_is_active(&d->progress_w))
 		return;
 	wake_all(d);
@@ -90,17 +93,27 @@ void daemon_kick(struct daemon *d)
 	ev_idle_start(d->loop, &d->progress_w);
 }
 
-/* Announce sleep everywhere; false (and everyone awake) if work arrived.
+/*
+ * Announce sleep everywhere; false (and everyone awake) if work arrived.
  * Delayed ACKs go out first: nothing else would send them.  Data posted
- * here is work too: its completions may have freed the link's budget
- * already, and no event would say so. */
+ * here is work too, and so is a kick from the flush itself: the tcp
+ * transport completes what it wrote inside the flush, which frees the
+ * link's budget (up_send_done kicks), and no later event would say so.
+ * daemon_kick() cannot restart a watcher that is still active, so it
+ * leaves d->kicked.  Before that, the engine slept with data and budget
+ * both there, and a 4 KiB message waited 100-360 ms for the next frame
+ * from the peer to wake it (scripts/hol).  link_any_can_post() checks the
+ * rule itself: finding work there means a kick was missed somewhere.
+ */
 static bool try_sleep(struct daemon *d)
 {
 	struct queue *q;
-	unsigned posted = link_flush_all(d, true);
+	unsigned posted;
 
+	d->kicked = false;
+	posted = link_flush_all(d, true);
 	daemon_flush_cq_wakeups(d);	/* flushing may have completed sends */
-	if (posted)
+	if (posted || d->kicked)
 		return false;
 
 	TAILQ_FOREACH(q, &d->queues, all) {
@@ -108,6 +121,13 @@ static bool try_sleep(struct daemon *d)
 			wake_all(d);
 			return false;
 		}
+	}
+	if (link_any_can_post(d)) {
+		if (d->ctr.lost_wakeups++ == 0)
+			log_warn("progress: about to sleep with a link that can post; "
+				 "staying awake (a missed daemon_kick, counted in lost_wakeups)");
+		wake_all(d);
+		return false;
 	}
 	return true;
 }

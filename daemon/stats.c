@@ -56,6 +56,7 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, remote_msgs_rx, "remote_msgs_rx"),
 	U64(struct daemon_counters, unexpected, "unexpected_total"),
 	U64(struct daemon_counters, naks_receiver_full, "naks_receiver_full"),
+	U64(struct daemon_counters, lost_wakeups, "lost_wakeups"),
 };
 
 static const struct stat_desc rcache_stats[] = {

@@ -164,7 +164,7 @@ static void wait_all(struct waiter *w, unsigned nw, const struct h_daemon *ds, u
 
 struct link_account {
 	uint64_t connects, silences, ack_timeouts, rndv_restarts, rndv_resumed_bytes;
-	uint64_t tx_ahead_max, writes_tx, cuts;
+	uint64_t tx_ahead_max, writes_tx, cuts, lost_wakeups;
 };
 
 static void link_account(const struct h_daemon *d, const char *peer, struct link_account *a)
@@ -184,16 +184,20 @@ static void link_account(const struct h_daemon *d, const char *peer, struct link
 	LINK_FIELD(writes_tx);
 #undef LINK_FIELD
 	a->cuts = h_stats_u64(&st, "xport.cuts");
+	a->lost_wakeups = h_stats_u64(&st, "daemon.lost_wakeups");
 	printf("  %s -> %s: connects %" PRIu64 ", silences %" PRIu64 ", ack_timeouts %" PRIu64
 	       ", rndv_restarts %" PRIu64 " (resumed %" PRIu64 " bytes), writes_tx %" PRIu64
-	       ", tx_ahead_max %" PRIu64 ", cuts %" PRIu64 "\n", d->name, peer, a->connects,
-	       a->silences, a->ack_timeouts, a->rndv_restarts, a->rndv_resumed_bytes,
-	       a->writes_tx, a->tx_ahead_max, a->cuts);
+	       ", tx_ahead_max %" PRIu64 ", cuts %" PRIu64 ", lost_wakeups %" PRIu64 "\n",
+	       d->name, peer, a->connects, a->silences, a->ack_timeouts, a->rndv_restarts,
+	       a->rndv_resumed_bytes, a->writes_tx, a->tx_ahead_max, a->cuts, a->lost_wakeups);
 }
 
 /* The link held up under the load: the first connection, never judged
- * silent or unacknowledged, no rendezvous started again, and no control
- * frame posted behind more than the data budget. */
+ * silent or unacknowledged, no rendezvous started again, no control
+ * frame posted behind more than the data budget, and the progress engine
+ * never about to sleep while the link could post (before the fix, the
+ * flush's own completions freed the budget, their kick was lost, and data
+ * waited for the peer's next frame: lost_wakeups 100s per exchange). */
 static void expect_link_steady(const struct h_daemon *d, const char *peer)
 {
 	struct link_account a;
@@ -205,6 +209,7 @@ static void expect_link_steady(const struct h_daemon *d, const char *peer)
 	H_EQ(a.rndv_restarts, 0);
 	H_ASSERT(a.tx_ahead_max <= BULK_AHEAD_MAX, "%s: a control frame waited behind %" PRIu64
 		 " bytes of data", d->name, a.tx_ahead_max);
+	H_EQ(a.lost_wakeups, 0);
 }
 
 /* ---- one message each way ---- */
