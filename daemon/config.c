@@ -319,6 +319,7 @@ enum key_id {
 	K_F_CUT_AFTER, K_F_CUT_EVERY,
 	K_COUNT
 };
+_Static_assert(K_COUNT <= CONFIG_KEY_SLOTS, "struct config's key_line[] is too small");
 
 /*
  * The one table of keys: the parser looks names up here, --print-config
@@ -915,10 +916,32 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 			rc = check_peers(nc, path, err, errlen);
 	}
 	fclose(st.f);
-	if (rc == 0)
+	if (rc == 0) {
+		snprintf(nc->source, sizeof(nc->source), "%s", path);
+		for (e = 0; e < K_COUNT; e++)
+			nc->key_line[e] = (uint16_t)(st.key_line[e] > UINT16_MAX ? UINT16_MAX
+										 : st.key_line[e]);
 		*c = *nc;
+	}
 	free(nc);
 	return rc;
+}
+
+const char *config_where(const struct config *c, const char *section, const char *key,
+			 char *buf, size_t n)
+{
+	int k;
+
+	for (k = 0; k < K_COUNT; k++)
+		if (strcmp(keys[k].section, section) == 0 && strcmp(keys[k].name, key) == 0)
+			break;
+	if (k < K_COUNT && c->source[0] && c->key_line[k])
+		snprintf(buf, n, "%s:%u", c->source, c->key_line[k]);
+	else if (c->source[0])
+		snprintf(buf, n, "the default (not in %s)", c->source);
+	else
+		snprintf(buf, n, "the default");
+	return buf;
 }
 
 /* ------------------------------------------------------------------ */

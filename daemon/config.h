@@ -114,6 +114,8 @@
 #define CONFIG_NAME_MAX 64	/* node names, including the NUL */
 #define CONFIG_HOST_MAX 256
 #define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
+#define CONFIG_SOURCE_MAX 256	/* the file a configuration came from */
+#define CONFIG_KEY_SLOTS 128	/* >= the parser's keys (checked in config.c) */
 #define CONFIG_PEERS_MAX 256
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 
@@ -127,6 +129,13 @@ struct peer_conf {
 };
 
 struct config {
+	/* Where the values came from, for messages about them
+	 * (config_where()): the file config_load() read last ("" if none),
+	 * and the line of each key set there (0: not in the file).  Command
+	 * line options are not tracked: they override node, runtime_dir,
+	 * log_level, listen and peers. */
+	char source[CONFIG_SOURCE_MAX];
+	uint16_t key_line[CONFIG_KEY_SLOTS];
 	/* [daemon] */
 	char node_name[CONFIG_NAME_MAX];
 	uint32_t node_id;	/* sl_node_id(node_name) */
@@ -199,6 +208,15 @@ bool config_faults_on(const struct config *c);
  * reports those as "FILE: ..." with -EINVAL.
  */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * config_where - where [@section] @key of @c got its value, for a message:
+ * "FILE:LINE" when config_load() read it from a file, "the default (not in
+ * FILE)" or "the default".  Writes at most @n bytes (NUL-terminated) to
+ * @buf and returns it.
+ */
+const char *config_where(const struct config *c, const char *section, const char *key,
+			 char *buf, size_t n);
 
 /*
  * config_print - write @c to @out as a sluiced.conf that config_load()

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "config_host.h"
 #include "daemon.h"
 #include "engine.h"
 #include "link.h"
@@ -225,11 +226,31 @@ static int parse_args(struct daemon *d, int argc, char **argv, enum run_mode *mo
 	return apply_options(d, c);
 }
 
+/* The start's own checks of the configuration against this host
+ * (config_host.h), which --check-config runs too.  Returns 0 or 1. */
+static int check_host(const struct daemon *d, bool to_log)
+{
+	char err[512], warn[512];
+	int rc = config_check_host(&d->cfg, err, sizeof(err), warn, sizeof(warn));
+
+	if (warn[0] && to_log)
+		log_warn("%s", warn);
+	else if (warn[0])
+		fprintf(stderr, "sluiced: warning: %s\n", warn);
+	if (rc && to_log)
+		log_err("%s", err);
+	else if (rc)
+		fprintf(stderr, "sluiced: %s\n", err);
+	return rc ? 1 : 0;
+}
+
 /* sluiced --check-config / --print-config, once the configuration is read:
  * the exit status. */
 static int config_mode(const struct daemon *d, enum run_mode mode)
 {
 	if (mode == RUN_CHECK_CONFIG) {
+		if (check_host(d, false))
+			return 1;
 		printf("sluiced: configuration OK\n");
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
@@ -358,6 +379,8 @@ int main(int argc, char **argv)
 	if (mode != RUN_DAEMON)
 		return config_mode(d, mode);
 	log_set_level(d->cfg.log_level);
+	if (check_host(d, true))
+		return 1;
 	if (getrandom(&d->incarnation, sizeof(d->incarnation), 0) != sizeof(d->incarnation)) {
 		log_err("getrandom: %m");
 		return 1;

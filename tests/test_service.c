@@ -717,6 +717,50 @@ START_TEST(check_and_print_config)
 }
 END_TEST
 
+/*
+ * --check-config says what the start would refuse (issue 16: the shipped
+ * sluiced.conf passed the check, then the start stopped with "client_group
+ * sluice: no such group", without file, line or way out).  Both name the
+ * file and line and what to do; a missing admin_group is a warning only.
+ */
+START_TEST(check_config_agrees_with_start)
+{
+	char dir[] = "/tmp/sl-svc-XXXXXX", bin[256], conf[64], ok_conf[64], rt[64];
+	static char out[1 << 16];
+	const char *want = ":3: [daemon] client_group sl-no-such-group: no such group on this "
+			   "host; create it (systemd-sysusers creates the package's groups from "
+			   "sysusers.d/sluice.conf) or set client_group empty";
+	int rc;
+
+	daemon_bin(bin, sizeof(bin));
+	H_ASSERT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	snprintf(conf, sizeof(conf), "%s/groups.conf", dir);
+	snprintf(ok_conf, sizeof(ok_conf), "%s/admin.conf", dir);
+	snprintf(rt, sizeof(rt), "%s/run", dir);
+	write_text(conf, "[daemon]\nnode = n1\nclient_group = sl-no-such-group\n");
+	write_text(ok_conf, "[daemon]\nnode = n1\nclient_group = root\n"
+			    "admin_group = sl-no-such-admins\n");
+
+	rc = h_run((const char *const[]){ bin, "--check-config", "-c", conf, NULL }, out,
+		   sizeof(out), 5000);
+	H_EQ(rc, 1);
+	H_ASSERT(strstr(out, conf) && strstr(out, want), "--check-config said:\n%s", out);
+	rc = h_run((const char *const[]){ bin, "-c", conf, "--runtime-dir", rt, NULL }, out,
+		   sizeof(out), 5000);
+	H_EQ(rc, 1);
+	H_ASSERT(strstr(out, conf) && strstr(out, want), "the start said:\n%s", out);
+
+	rc = h_run((const char *const[]){ bin, "--check-config", "-c", ok_conf, NULL }, out,
+		   sizeof(out), 5000);
+	H_EQ(rc, 0);
+	H_ASSERT(strstr(out, ":4: [daemon] admin_group sl-no-such-admins: no such group on "
+			"this host; until it exists only root and the daemon's own user may "
+			"use sluicectl") && strstr(out, "sluiced: configuration OK\n"),
+		 "--check-config said:\n%s", out);
+	h_remove_dir(dir);
+}
+END_TEST
+
 /* systemd-analyze verify of conf/sluiced.service, with its binary paths
  * pointed at the built daemon (verify wants them to exist). */
 START_TEST(unit_verifies)
@@ -777,6 +821,7 @@ int main(void)
 	tcase_add_test(tc, notify_ready_watchdog_stopping);
 	tc = h_tcase(s, "config", 30);
 	tcase_add_test(tc, check_and_print_config);
+	tcase_add_test(tc, check_config_agrees_with_start);
 	tcase_add_test(tc, unit_verifies);
 	return h_run_suite(s);
 }
