@@ -834,7 +834,7 @@ static int check_keys(struct parse_state *st)
 }
 
 /* Checks that need the whole file: peers against each other and us. */
-static int check_peers(struct config *c, const char *path, char *err, size_t errlen)
+int config_check_peers(const struct config *c, const char *path, char *err, size_t errlen)
 {
 	size_t i, j;
 
@@ -913,7 +913,7 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 	} else {
 		rc = check_keys(&st);
 		if (rc == 0)
-			rc = check_peers(nc, path, err, errlen);
+			rc = config_check_peers(nc, path, err, errlen);
 	}
 	fclose(st.f);
 	if (rc == 0) {

@@ -210,6 +210,17 @@ bool config_faults_on(const struct config *c);
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 
 /*
+ * config_check_peers - the peers of @c against each other and the local
+ * node: duplicate names, a peer named like the local node, node-id
+ * collisions, peers without [transport] listen.  config_load() runs it
+ * after the file; sluiced runs it again once the command line has added
+ * its --peer and --node.  @path names where the values came from, as the
+ * message's prefix ("FILE: ...").  Returns 0, or -EINVAL with one line in
+ * @err (at most @errlen bytes, NUL-terminated).
+ */
+int config_check_peers(const struct config *c, const char *path, char *err, size_t errlen);
+
+/*
  * config_where - where [@section] @key of @c got its value, for a message:
  * "FILE:LINE" when config_load() read it from a file, "the default (not in
  * FILE)" or "the default".  Writes at most @n bytes (NUL-terminated) to

@@ -51,7 +51,9 @@ static int add_peer(struct config *c, const char *arg)
 	struct peer_conf *p;
 	size_t n;
 
-	if (!eq || c->n_peers >= CONFIG_PEERS_MAX)
+	if (c->n_peers >= CONFIG_PEERS_MAX)
+		return -ENOSPC;
+	if (!eq)
 		return -EINVAL;
 	n = (size_t)(eq - arg);
 	if (n == 0 || n >= CONFIG_NAME_MAX)
@@ -117,7 +119,8 @@ static int list_devices(void)
  */
 static int apply_options(struct daemon *d, struct config *c)
 {
-	int opt, lvl;
+	char err[512], where[CONFIG_SOURCE_MAX + 32];
+	int opt, lvl, rc;
 	long spin;
 	char *end;
 
@@ -149,9 +152,15 @@ static int apply_options(struct daemon *d, struct config *c)
 			c->listen_set = true;
 			break;
 		case OPT_PEER:
-			if (add_peer(c, optarg)) {
-				fprintf(stderr, "sluiced: --peer: NAME=HOST:PORT expected, NAME "
-					"of A-Z a-z 0-9 . _ -\n");
+			rc = add_peer(c, optarg);
+			if (rc == -ENOSPC) {
+				fprintf(stderr, "sluiced: --peer %s: too many peers (at most %d, "
+					"the file's [peers] included)\n", optarg, CONFIG_PEERS_MAX);
+				return -EINVAL;
+			}
+			if (rc) {
+				fprintf(stderr, "sluiced: --peer %s: NAME=HOST:PORT expected, NAME "
+					"of A-Z a-z 0-9 . _ -\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -180,8 +189,14 @@ static int apply_options(struct daemon *d, struct config *c)
 		fprintf(stderr, "sluiced: unexpected argument '%s'\n", d->argv[optind]);
 		return -EINVAL;
 	}
-	if (c->n_peers && !c->listen_set) {
-		fprintf(stderr, "sluiced: peers given but no listen address\n");
+	/* The same rules as for the file alone: a --peer for a name the file
+	 * (or another --peer) has already, or named like --node, would start
+	 * two links for one node, and --print-config would then print a file
+	 * that the daemon refuses. */
+	snprintf(where, sizeof(where), "%s%s", d->config_path ? d->config_path : "",
+		 d->config_path ? " with the command line" : "the command line");
+	if (config_check_peers(c, where, err, sizeof(err))) {
+		fprintf(stderr, "sluiced: %s\n", err);
 		return -EINVAL;
 	}
 	return 0;

@@ -672,6 +672,9 @@ END_TEST
 /* --check-config, --print-config, the unit                             */
 /* ------------------------------------------------------------------ */
 
+/* daemon/config.h: CONFIG_PEERS_MAX */
+#define CONFIG_TEST_PEERS 256
+
 START_TEST(check_and_print_config)
 {
 	char dir[] = "/tmp/sl-svc-XXXXXX", bin[256], good[64], bad[64], printed[64];
@@ -698,6 +701,39 @@ START_TEST(check_and_print_config)
 	rc = h_run((const char *const[]){ bin, "--print-config", "-c", bad, NULL }, out,
 		   sizeof(out), 5000);
 	H_EQ(rc, 2);
+
+	/* The command line obeys the file's rules for peers (issue 16: two
+	 * --peer of one name, or one for a name in [peers], passed the check
+	 * and started two links for one node; the 257th said "syntax"). */
+	rc = h_run((const char *const[]){ bin, "--check-config", "--listen", "127.0.0.1:7400",
+					  "--peer", "a=127.0.0.1:7401", "--peer",
+					  "a=127.0.0.1:7402", NULL }, out, sizeof(out), 5000);
+	H_EQ(rc, 2);
+	H_ASSERT(strcmp(out, "sluiced: the command line: peer 'a' is listed twice\n") == 0,
+		 "%s", out);
+	rc = h_run((const char *const[]){ bin, "--check-config", "-c", good, "--peer",
+					  "n2=10.0.0.3:7400", NULL }, out, sizeof(out), 5000);
+	H_EQ(rc, 2);
+	H_ASSERT(strstr(out, "good.conf with the command line: peer 'n2' is listed twice\n"),
+		 "%s", out);
+	{
+		static char peer_args[CONFIG_TEST_PEERS + 1][32];
+		const char *argv[2 * (CONFIG_TEST_PEERS + 1) + 5] = { bin, "--check-config",
+								      "--listen", "127.0.0.1:7400" };
+		unsigned i, n = 4;
+
+		for (i = 0; i <= CONFIG_TEST_PEERS; i++) {
+			snprintf(peer_args[i], sizeof(peer_args[i]), "p%u=127.0.0.1:%u", i,
+				 8000 + i);
+			argv[n++] = "--peer";
+			argv[n++] = peer_args[i];
+		}
+		argv[n] = NULL;
+		rc = h_run(argv, out, sizeof(out), 5000);
+		H_EQ(rc, 2);
+		H_ASSERT(strstr(out, "--peer p256=127.0.0.1:8256: too many peers (at most 256"),
+			 "%s", out);
+	}
 
 	/* Options show in the effective configuration; printed, it reads back
 	 * (as the only input) to the same text. */
