@@ -31,12 +31,14 @@ struct admin;
 #define SLD_SOCKET_NAME "sluiced.sock"
 #define SLD_LOCK_NAME "sluiced.lock"
 #define SLD_STATUS_SLOTS 32	/* daemon_counters.completions */
+#define ENGINE_UNKNOWN_LOGGED 64	/* unknown nodes logged, each once */
 
 struct daemon_counters {
 	uint64_t sqes;			/* descriptors accepted */
 	uint64_t cqes;			/* completions written */
 	uint64_t invalid;		/* SL_ERR_INVALID completions */
-	uint64_t no_endpoint;		/* SL_ERR_NO_ENDPOINT completions */
+	uint64_t no_endpoint;		/* local sends to a port nothing is bound to */
+	uint64_t unknown_node;		/* sends and receives naming a node not configured */
 	uint64_t local_msgs;		/* intra-node deliveries */
 	uint64_t remote_msgs_rx;	/* messages received from links */
 	uint64_t unexpected;		/* messages that arrived before a receive */
@@ -94,6 +96,9 @@ struct daemon {
 	ev_check starvation_w;		/* runs them if fds keep idle out */
 	bool idle_ran;			/* progress_w ran since the last check */
 	bool kicked;			/* daemon_kick() since try_sleep began */
+	/* Nodes logged as unknown (engine.c, note_unknown_node). */
+	uint32_t unknown_logged[ENGINE_UNKNOWN_LOGGED];
+	unsigned n_unknown_logged;
 	unsigned starved;		/* checks in a row without it */
 	ev_tstamp last_work;		/* ev_now() of the last pass with work */
 	double spin_s;			/* busy-poll window, seconds */

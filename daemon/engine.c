@@ -365,6 +365,36 @@ void engine_cancel_local_rndv(struct daemon *d, struct queue *q)
 	drop_rndv_where(d, from_queue, q, SL_ERR_CANCELED, false);
 }
 
+/*
+ * A send or receive names @node, which is neither this node nor a peer:
+ * count it, and log each such node once (a typo in a node name, or a
+ * configuration that lacks the node), up to ENGINE_UNKNOWN_LOGGED of them;
+ * the counter keeps counting after that.
+ */
+static void note_unknown_node(struct daemon *d, uint32_t node)
+{
+	unsigned i, n = d->n_unknown_logged;
+
+	d->ctr.unknown_node++;
+	for (i = 0; i < n; i++)
+		if (d->unknown_logged[i] == node)
+			return;
+	if (n == ENGINE_UNKNOWN_LOGGED)
+		return;
+	d->unknown_logged[d->n_unknown_logged++] = node;
+	log_warn("node %08x is not this node and not one of its %zu peers: its sends and "
+		 "receives complete SL_ERR_UNKNOWN_NODE (a typo in a node name? add it to "
+		 "[peers] or --peer)%s", node, d->n_links,
+		 n + 1 == ENGINE_UNKNOWN_LOGGED ? "; further unknown nodes are counted in "
+						  "daemon.unknown_node, not logged" : "");
+}
+
+/* Is @node this daemon's or one of its peers'? */
+static bool node_known(struct daemon *d, uint32_t node)
+{
+	return node == d->cfg.node_id || node == SL_NODE_ANY || link_find(d, node);
+}
+
 static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 {
 	struct match_recv *r = malloc(sizeof(*r));
@@ -373,6 +403,14 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 
 	if (src.node == SL_NODE_LOCAL)
 		src.node = q->d->cfg.node_id;	/* messages carry real ids */
+	if (!node_known(q->d, src.node)) {
+		/* No message can come from there: say so now. */
+		note_unknown_node(q->d, src.node);
+		free(r);
+		engine_complete(q, SL_OP_RECV, src, sqe->tag, sqe->len, sqe->user_ctx,
+				SL_ERR_UNKNOWN_NODE);
+		return;
+	}
 	if (!r) {
 		engine_complete(q, SL_OP_RECV, src, sqe->tag, sqe->len, sqe->user_ctx,
 				SL_NAK_BUSY);
@@ -463,8 +501,8 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	}
 	l = link_find(d, dst.node);
 	if (!l) {
-		d->ctr.no_endpoint++;
-		status = SL_ERR_NO_ENDPOINT;
+		note_unknown_node(d, dst.node);
+		status = SL_ERR_UNKNOWN_NODE;
 	} else if ((rc = link_send(l, q, sqe)) < 0) {
 		status = rc == -EHOSTDOWN ? SL_ERR_PEER_DOWN : SL_NAK_BUSY;
 	} else {

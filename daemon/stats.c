@@ -52,6 +52,7 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, cqes, "cqes"),
 	U64(struct daemon_counters, invalid, "invalid"),
 	U64(struct daemon_counters, no_endpoint, "no_endpoint"),
+	U64(struct daemon_counters, unknown_node, "unknown_node"),
 	U64(struct daemon_counters, local_msgs, "local_msgs"),
 	U64(struct daemon_counters, remote_msgs_rx, "remote_msgs_rx"),
 	U64(struct daemon_counters, unexpected, "unexpected_total"),

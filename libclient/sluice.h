@@ -109,6 +109,7 @@ enum sl_status {
 	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
 	SL_ERR_REG_LIMIT = 23,    /* a rendezvous between nodes would register more
 				   * than a daemon's [rcache] max_bytes */
+	SL_ERR_UNKNOWN_NODE = 24, /* the node is not in the daemon's configuration */
 };
 
 /* Largest message, bytes. */

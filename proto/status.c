@@ -30,6 +30,8 @@ const char *sl_strerror(int status)
 		return "access error";
 	case SL_ERR_REG_LIMIT:
 		return "over registration limit";
+	case SL_ERR_UNKNOWN_NODE:
+		return "unknown node";
 	default:
 		return "unknown status";
 	}
