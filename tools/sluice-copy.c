@@ -5,6 +5,7 @@
  *   sluice-copy --recv --port P --out FILE [--socket PATH] [--ready-file F]
  *   sluice-copy --send FILE --to NODE:PORT [--socket PATH] [--chunk BYTES]
  *               [--window N]
+ *   either with [--progress | --no-progress]
  *
  * Chunks are 4 MiB by default, up to SL_MSG_MAX (1 GiB); between nodes,
  * chunks above the daemons' eager_max go by rendezvous, straight from the
@@ -23,7 +24,9 @@
  *   3 TRAILER sender -> receiver: SHA-256 (32 bytes) of what was read.
  *   4 ACK     receiver -> sender: 1 byte, 1 = digests match, 0 = mismatch.
  * Both sides print "sha256 <hex> <bytes> bytes sent|received" on stdout and
- * the throughput on stderr.  The receiver exits 1 on a mismatch (the output
+ * the throughput on stderr.  While it runs, a side whose stderr is a terminal
+ * (or that is given --progress) keeps one progress line there (progress.h):
+ * the sender counts chunks completed SL_OK, the receiver chunks written.  The receiver exits 1 on a mismatch (the output
  * file is left for inspection), the sender exits 1 unless ACK says match.
  *
  * Back-pressure.  A NAK (SL_NAK_BUSY, SL_NAK_RECEIVER_FULL) means the message
@@ -58,6 +61,7 @@
 #include "sluice.h"
 #include "common.h"
 #include "sl_common.h"
+#include "progress.h"
 
 #define PROG "sluice-copy"
 
@@ -185,8 +189,9 @@ static void read_full(int fd, const char *path, void *buf, size_t len)
 }
 
 static int run_send(const char *path, const char *sock, sl_addr_t dst,
-		    uint32_t chunk, unsigned window)
+		    uint32_t chunk, unsigned window, bool show_progress)
 {
+	struct progress prog;
 	struct op hdr_tx, ready_rx, trailer_tx, ack_rx, *tx;
 	uint8_t *hdrb, *readyb, *trailerb, *ackb, **bufs;
 	uint64_t size, nchunks, base = 0, next = 0, t0;
@@ -257,6 +262,8 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 	w = rw;
 	op_init(&ack_rx, K_ACK, false, receiver, K_ACK, ackb, 1);
 	op_post(&e, &ack_rx);
+	progress_start(&prog, show_progress ? stderr : NULL, PROG ": sent",
+		       size, now_ns());
 
 	/*
 	 * Sliding window: chunk j goes out only when all chunks below j - w
@@ -297,8 +304,10 @@ static int run_send(const char *path, const char *sock, sl_addr_t dst,
 			done[base % w] = false;
 			base++;
 		}
+		progress_update(&prog, base * chunk, now_ns());
 	}
 	close(fd);
+	progress_end(&prog);
 
 	/* TRAILER with our digest, then wait for the verdict. */
 	sha_final(md, trailerb);
@@ -354,8 +363,9 @@ struct held {
 };
 
 static int run_recv(const char *out, const char *sock, uint32_t port,
-		    const char *ready_file)
+		    const char *ready_file, bool show_progress)
 {
+	struct progress prog;
 	struct op hdr_rx, ready_tx, trailer_rx, ack_tx, *rx;
 	uint8_t *hdrb, *readyb, *trailerb, *ackb, mine[SHA_LEN];
 	uint64_t size, nchunks, next = 0, posted = 0, t0, t1;
@@ -433,6 +443,8 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 
 	/* CHUNKs, written and hashed in index order; then the TRAILER. */
 	md = sha_new();
+	progress_start(&prog, show_progress ? stderr : NULL, PROG ": received",
+		       size, t0);
 	while (next < nchunks || trailer_rx.inflight || ready_tx.inflight) {
 		struct sl_cqe c = ep_next(&e);
 		struct op *op = op_complete(&e, &c);
@@ -472,8 +484,10 @@ static int run_recv(const char *out, const char *sock, uint32_t port,
 			h->op = NULL;
 			next++;
 		}
+		progress_update(&prog, next * chunk, now_ns());
 	}
 	t1 = now_ns();
+	progress_end(&prog);
 	if (close(fd) < 0)
 		die("%s: close: %s", out, strerror(errno));
 	sha_final(md, mine);
@@ -517,6 +531,7 @@ static void usage(FILE *f)
 		"                   [--ready-file F]\n"
 		"       " PROG " --send FILE --to NODE:PORT [--socket PATH]\n"
 		"                   [--chunk BYTES] [--window N]\n"
+		"       either with [--progress | --no-progress]\n"
 		"\n"
 		"Copy a file over sluice, verified with SHA-256.\n"
 		"  --recv            receive one file on --port into --out\n"
@@ -530,6 +545,9 @@ static void usage(FILE *f)
 		"  --window N        chunks in flight, 1..%u (default 16; fewer when\n"
 		"                    the arena, [limits] arena_bytes of sluiced,\n"
 		"                    holds fewer on either side)\n"
+		"  --progress        a progress line on stderr (bytes, MB/s, time\n"
+		"                    left), refreshed up to 4 times a second\n"
+		"  --no-progress     none (default: only when stderr is a terminal)\n"
 		"  --help            this text\n"
 		"Both sides print 'sha256 <hex> <bytes> bytes sent|received'.\n"
 		"Exit status: 0 digests match, 1 error or mismatch, 2 usage.\n",
@@ -548,6 +566,8 @@ int main(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "ready-file", required_argument, NULL, 'r' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "no-progress", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -555,6 +575,7 @@ int main(int argc, char **argv)
 	bool recv_role = false, have_to = false, send_opts = false;
 	uint64_t port = 0, chunk = CHUNK_DEFAULT, window = 16;
 	sl_addr_t dst = { 0, 0 };
+	int progress_choice = -1;	/* neither option: a terminal decides */
 	int c;
 
 	tool_name = PROG;
@@ -594,6 +615,12 @@ int main(int argc, char **argv)
 		case 'r':
 			ready_file = optarg;
 			break;
+		case 'P':
+			progress_choice = 1;
+			break;
+		case 'N':
+			progress_choice = 0;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -610,11 +637,13 @@ int main(int argc, char **argv)
 			bad_usage("--recv needs --port and --out");
 		if (have_to || send_opts)
 			bad_usage("--to, --chunk and --window are for --send");
-		return run_recv(out, sock, (uint32_t)port, ready_file);
+		return run_recv(out, sock, (uint32_t)port, ready_file,
+				progress_wanted(progress_choice, stderr));
 	}
 	if (!have_to)
 		bad_usage("--send needs --to NODE:PORT");
 	if (port || out || ready_file)
 		bad_usage("--port, --out and --ready-file are for --recv");
-	return run_send(in, sock, dst, (uint32_t)chunk, (unsigned)window);
+	return run_send(in, sock, dst, (uint32_t)chunk, (unsigned)window,
+			progress_wanted(progress_choice, stderr));
 }
