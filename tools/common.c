@@ -15,6 +15,7 @@
 #include "common.h"
 
 const char *tool_name = "?";
+void (*tool_before_die)(void);
 
 /* "NAME: <message><tail>" on stderr. */
 static void __attribute__((format(printf, 2, 0)))
@@ -29,6 +30,8 @@ void die(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (tool_before_die)
+		tool_before_die();
 	va_start(ap, fmt);
 	vreport("\n", fmt, ap);
 	va_end(ap);

@@ -18,6 +18,13 @@
 extern const char *tool_name;
 
 /*
+ * When not NULL, die() calls it first, before its message: a program that
+ * keeps a line open on stderr (progress.h) ends that line there, so that
+ * the error starts on a line of its own.
+ */
+extern void (*tool_before_die)(void);
+
+/*
  * Print "NAME: <message>\n" to stderr (@fmt and the arguments after it as
  * for printf) and exit with status 1: a run-time error.
  */

@@ -16,6 +16,15 @@ bool progress_wanted(int choice, FILE *f)
 	return isatty(fileno(f)) == 1;
 }
 
+/* The report whose line is on the screen, for die(). */
+static struct progress *open_report;
+
+static void end_open_report(void)
+{
+	if (open_report)
+		progress_end(open_report);
+}
+
 void progress_start(struct progress *p, FILE *f, const char *prefix,
 		    uint64_t total, uint64_t now_ns)
 {
@@ -77,6 +86,8 @@ void progress_update(struct progress *p, uint64_t done, uint64_t now_ns)
 		p->prefix, dsz, tsz, pct, rate / 1e6, eta);
 	fflush(p->out);
 	p->shown = true;
+	open_report = p;
+	tool_before_die = end_open_report;
 }
 
 void progress_end(struct progress *p)
@@ -86,4 +97,6 @@ void progress_end(struct progress *p)
 	fputc('\n', p->out);
 	fflush(p->out);
 	p->shown = false;
+	open_report = NULL;
+	tool_before_die = NULL;
 }

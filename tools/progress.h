@@ -11,8 +11,9 @@
  * progress_update(), i.e. as the work advances.  Rates are MB/s, 1e6
  * bytes per second, as the tools' final reports; the rate is measured
  * over the last PROGRESS_SAMPLES refreshes (about 3 s), so that the ETA
- * follows a rate that changes.  libc only; not thread-safe (one object
- * per thread).
+ * follows a rate that changes.  While a line is on the screen, die()
+ * (common.h) ends it before its message.  libc only; one report at a
+ * time per process, not thread-safe.
  */
 #ifndef SLUICE_TOOLS_PROGRESS_H
 #define SLUICE_TOOLS_PROGRESS_H
