@@ -36,6 +36,7 @@
 #include "accept_pause.h"
 #include "admin.h"
 #include "daemon.h"
+#include "fd_reserve.h"
 #include "link.h"
 #include "log.h"
 #include "queue.h"
@@ -759,6 +760,17 @@ static bool admin_allowed(struct daemon *d, int fd, const struct ucred *cr)
 /* Listener                                                             */
 /* ------------------------------------------------------------------ */
 
+#define ADMIN_ERR_NO_FDS "{\"error\":\"out of file descriptors: connection refused\"}\n"
+
+/* fd_spare_refuse's callback: the connection is closed after. */
+static void refuse_no_fds(int fd, void *arg)
+{
+	(void)arg;
+	if (send(fd, ADMIN_ERR_NO_FDS, sizeof(ADMIN_ERR_NO_FDS) - 1,
+		 MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("admin: refusal: %m");
+}
+
 static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct admin *a = w->data;
@@ -773,6 +785,16 @@ static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct admin_conn *c;
 		int fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			int rc = fd_spare_refuse(a->fd, "admin socket", refuse_no_fds, a,
+						 &d->ctr.fd_refused);
+
+			if (rc > 0)
+				continue;
+			if (rc == 0)
+				return;
+			errno = -rc;
+		}
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
 			    !accept_pause_on_error(&a->pause, errno, "admin socket"))

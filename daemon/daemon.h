@@ -51,6 +51,9 @@ struct daemon_counters {
 	 * post and stayed awake: a wake-up that some event failed to give
 	 * (daemon_kick).  0 unless there is a bug; tests assert it. */
 	uint64_t lost_wakeups;
+	/* Connections to the control or admin socket refused with a reason
+	 * because the daemon was out of descriptors (fd_reserve.h). */
+	uint64_t fd_refused;
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */

@@ -16,6 +16,7 @@
 #include "config_host.h"
 #include "daemon.h"
 #include "engine.h"
+#include "fd_reserve.h"
 #include "link.h"
 #include "log.h"
 #include "queue.h"
@@ -418,6 +419,10 @@ int main(int argc, char **argv)
 		log_err("out of memory");
 		return 1;
 	}
+	(void)fd_limit_raise(&d->cfg);	/* logged */
+	rc = fd_spare_open();
+	if (rc)
+		goto out;
 	rc = session_listen(d);
 	if (rc)
 		goto out;
@@ -467,6 +472,7 @@ int main(int argc, char **argv)
 out:
 	service_stop(d);
 	daemon_teardown(d);
+	fd_spare_close();
 	log_info("stopped");
 	return rc ? 1 : 0;
 }

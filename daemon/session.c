@@ -19,6 +19,7 @@
 
 #include "accept_pause.h"
 #include "daemon.h"
+#include "fd_reserve.h"
 #include "log.h"
 #include "queue.h"
 #include "session.h"
@@ -97,6 +98,11 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 		queue_kill(q);
 		return rc;
 	}
+	/* The mapping keeps the segment: the descriptor is the client's
+	 * now, and one fewer per queue counts against RLIMIT_NOFILE. */
+	if (close(q->memfd) < 0)
+		log_debug("client pid %d: queue %u: close memfd: %m", (int)s->pid, q->id);
+	q->memfd = -1;
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
 	s->arena_bytes += q->arena_size;
@@ -194,6 +200,26 @@ void session_destroy(struct session *s)
 	free(s);
 }
 
+/* The daemon is out of descriptors: tell the client at once (a reply
+ * with seq 0, sl_shm.h) instead of leaving its connect() unanswered. */
+static void refuse_no_fds(int fd, void *arg)
+{
+	struct sl_ctl_rep rep = {
+		.hdr = { .version = SL_CTL_VERSION, .op = SL_CTL_HELLO, .seq = 0 },
+		.error = ENFILE,
+	};
+
+	struct sl_ctl_req req;
+
+	(void)arg;
+	if (send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("control socket: refusal: %m");
+	/* Closing with the HELLO unread would reset the connection, and the
+	 * client would see the reset before the reason. */
+	while (recv(fd, &req, sizeof(req), MSG_DONTWAIT) > 0)
+		;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct daemon *d = w->data;
@@ -207,6 +233,16 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct session *s;
 		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+			int rc = fd_spare_refuse(d->ctl_fd, "control socket", refuse_no_fds, d,
+						 &d->ctr.fd_refused);
+
+			if (rc > 0)
+				continue;
+			if (rc == 0)
+				return;
+			errno = -rc;
+		}
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
 			    !accept_pause_on_error(&d->ctl_pause, errno, "control socket"))

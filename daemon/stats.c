@@ -58,6 +58,7 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, unexpected, "unexpected_total"),
 	U64(struct daemon_counters, naks_receiver_full, "naks_receiver_full"),
 	U64(struct daemon_counters, lost_wakeups, "lost_wakeups"),
+	U64(struct daemon_counters, fd_refused, "fd_refused"),
 };
 
 static const struct stat_desc rcache_stats[] = {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -27,16 +28,34 @@ int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	*nfds = 0;
 	pthread_mutex_lock(&ctx->lock);
 	req->hdr.version = SL_CTL_VERSION;
-	req->hdr.seq = ++ctx->seq;
+	/* seq 0 is the daemon's refusal (sl_shm.h): never ours. */
+	if (++ctx->seq == 0)
+		ctx->seq = 1;
+	req->hdr.seq = ctx->seq;
 	if (send(ctx->fd, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
 		rc = errno == EPIPE ? -ECONNRESET : -errno;
+		/* A daemon that refused at once may have closed already: its
+		 * reason is still there to read. */
+		if (rc != -ECONNRESET)
+			goto out;
+		n = recvmsg(ctx->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(*rep) && rep->hdr.seq == 0 && rep->error > 0)
+			rc = -rep->error;
 		goto out;
 	}
 	do {
 		n = recvmsg(ctx->fd, &mh, MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
+	/* The kernel reports a reset before the data queued ahead of it:
+	 * a refusal may still be there. */
+	if (n < 0 && errno == ECONNRESET) {
+		n = recvmsg(ctx->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0)
+			errno = ECONNRESET;
+	}
 	if (n < 0) {
-		rc = -errno;
+		/* SO_RCVTIMEO (sl_open) expired. */
+		rc = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		goto out;
 	}
 	/* Take ownership of every fd that came, even on a bad reply, so that
@@ -57,6 +76,8 @@ int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	}
 	if (n == 0)
 		rc = -ECONNRESET;
+	else if ((size_t)n == sizeof(*rep) && rep->hdr.seq == 0 && rep->error > 0)
+		rc = -rep->error;	/* refused before our request was read */
 	else if ((size_t)n != sizeof(*rep) || (mh.msg_flags & MSG_TRUNC) ||
 		 rep->hdr.seq != req->hdr.seq || rep->hdr.op != req->hdr.op)
 		rc = -EPROTO;
@@ -69,6 +90,29 @@ out:
 			close(fds[--*nfds]);
 	}
 	return rc;
+}
+
+/* sl_open()'s bound, milliseconds: $SLUICE_OPEN_TIMEOUT_MS (0: none) or
+ * SL_OPEN_TIMEOUT_MS. */
+static long open_timeout_ms(void)
+{
+	const char *e = getenv("SLUICE_OPEN_TIMEOUT_MS");
+	char *end;
+	long ms = e ? strtol(e, &end, 10) : -1;
+
+	return (e && *e && !*end && ms >= 0 && ms <= 3600000) ? ms : SL_OPEN_TIMEOUT_MS;
+}
+
+/* Bound connect() (a full backlog) and the HELLO's send and reply by
+ * @ms (0: unbounded, the kernel's default). */
+static int set_timeouts(int fd, long ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
 }
 
 SL_EXPORT int sl_open(const char *path, struct sl_ctx **ctx_p)
@@ -97,11 +141,21 @@ SL_EXPORT int sl_open(const char *path, struct sl_ctx **ctx_p)
 		rc = -errno;
 		goto err_free;
 	}
+	rc = set_timeouts(ctx->fd, open_timeout_ms());
+	if (rc)
+		goto err_close;
 	if (connect(ctx->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		rc = -errno;
+		/* EAGAIN: the backlog stayed full for the whole timeout. */
+		rc = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto err_close;
 	}
 	rc = ctl_call(ctx, &req, &rep, NULL, 0, &nfds);
+	if (rc)
+		goto err_close;
+	/* Later calls wait as long as the daemon takes (a queue open may
+	 * wait on the daemon's memory); a late reply must not be mistaken
+	 * for the answer to the next request. */
+	rc = set_timeouts(ctx->fd, 0);
 	if (rc)
 		goto err_close;
 	if (rep.error) {

@@ -171,11 +171,19 @@ struct sl_queue;
  *         if set, else SL_DEFAULT_SOCKET.
  * @ctx_p: on success, the new context.
  *
+ * Waits at most $SLUICE_OPEN_TIMEOUT_MS milliseconds (0: no bound;
+ * default SL_OPEN_TIMEOUT_MS) for the daemon to accept and answer.
+ *
  * Returns 0, or -ENOENT / -ECONNREFUSED (no daemon there), -EACCES (not
  * allowed to connect), -EPROTO (daemon speaks another ABI version),
- * -ENAMETOOLONG (path too long for a UNIX socket), -ENOMEM.
+ * -ENFILE (the daemon is out of file descriptors: it refused this
+ * connection at once; try again later), -ETIMEDOUT (no answer within the
+ * timeout: the daemon is stopped or stuck), -ENAMETOOLONG (path too long
+ * for a UNIX socket), -EMFILE (this process has no free descriptor),
+ * -ENOMEM.
  * Thread-safe; each call makes an independent context.
  */
+#define SL_OPEN_TIMEOUT_MS 10000
 int sl_open(const char *path, struct sl_ctx **ctx_p);
 
 /*

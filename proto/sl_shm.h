@@ -163,7 +163,11 @@ enum sl_ctl_op {
 	SL_CTL_QUEUE_CLOSE = 3,
 };
 
-/* Every request starts with this; the reply echoes op and seq. */
+/* Every request starts with this; the reply echoes op and seq.  A client
+ * never uses seq 0: a reply with seq 0 (op SL_CTL_HELLO) is a refusal the
+ * daemon sends right after accepting, before any request, and then it
+ * closes the connection; its @error says why (ENFILE: the daemon is out
+ * of file descriptors). */
 struct sl_ctl_hdr {
 	uint16_t version;	/* SL_CTL_VERSION */
 	uint16_t op;		/* enum sl_ctl_op */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,10 +191,24 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 		fprintf(stderr, "sluicectl: socket: %s\n", strerror(errno));
 		return EXIT_ERROR;
 	}
+	/* A daemon that stopped accepting leaves connect() waiting on a full
+	 * backlog: bound it like the reply. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO,
+		       &(struct timeval){ .tv_sec = REPLY_TIMEOUT_MS / 1000 },
+		       sizeof(struct timeval)) < 0) {
+		fprintf(stderr, "sluicectl: SO_SNDTIMEO: %s\n", strerror(errno));
+		close(fd);
+		return EXIT_ERROR;
+	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
 
 		close(fd);
+		if (e == EAGAIN) {
+			fprintf(stderr, "sluicectl: %s: not accepted within %d s\n", path,
+				REPLY_TIMEOUT_MS / 1000);
+			return EXIT_ERROR;
+		}
 		if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR) {
 			fprintf(stderr, "sluicectl: sluiced is not running (no socket at %s)\n",
 				path);

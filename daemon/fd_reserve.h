@@ -1,0 +1,59 @@
+/*
+ * fd_reserve.h - the daemon's file descriptors under RLIMIT_NOFILE.
+ *
+ * At start the daemon raises its soft limit to the hard one and logs what
+ * it got against what max_queues needs (each queue holds two eventfds,
+ * each client one socket).
+ *
+ * When the limit is reached, accept() fails with EMFILE but the kernel
+ * has already completed the client's connect(): the client would wait for
+ * a reply that never comes.  So the daemon keeps one spare descriptor
+ * (an open /dev/null) for exactly this: close it, accept the connection,
+ * tell the client why it is refused, close it, open the spare again (the
+ * well-known "EMFILE accept trick", as in libuv and nginx).  A client
+ * thus gets a definite error at once instead of hanging.  The daemon is
+ * single-threaded: nothing else can take the slot between the close and
+ * the accept.
+ */
+#ifndef SLD_FD_RESERVE_H
+#define SLD_FD_RESERVE_H
+
+#include <stdint.h>
+
+struct config;
+
+/* Descriptors the daemon needs beyond its queues' and clients': listening
+ * sockets, the lock, the loop's epoll and signal fds, the spare, links. */
+#define FD_RESERVE_BASE 32u
+
+/*
+ * fd_limit_raise - raise the soft RLIMIT_NOFILE to the hard limit and log
+ * one line: the limit now, and the descriptors max_queues needs (2 per
+ * queue, 1 per client, FD_RESERVE_BASE, 1 per peer); a warning when the
+ * limit is below that.  Returns the soft limit now in force (0 when
+ * getrlimit failed, logged).
+ */
+uint64_t fd_limit_raise(const struct config *c);
+
+/* Open the spare descriptor.  Returns 0 or -errno (logged). */
+int fd_spare_open(void);
+
+/* Close the spare (teardown). */
+void fd_spare_close(void);
+
+/*
+ * fd_spare_refuse - accept() on @listen_fd failed with EMFILE or ENFILE:
+ * accept one pending connection in the spare's place, pass it to
+ * @refuse (which writes the reason; the connection is closed after), and
+ * take the spare back.  @what names the socket for the log, which says
+ * once per episode (and then at most every FD_REFUSE_LOG_S) how many
+ * were refused and the limit.  Returns 1 when a connection was refused,
+ * 0 when none was pending, -EMFILE when there is no spare (then the
+ * caller pauses accepting, accept_pause.h), or another -errno from
+ * accept4.  Each refusal counts in *@refused.
+ */
+#define FD_REFUSE_LOG_S 10.0
+int fd_spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void *arg),
+		    void *arg, uint64_t *refused);
+
+#endif

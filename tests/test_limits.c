@@ -1,0 +1,390 @@
+/*
+ * test_limits.c - limits that one process or one user could exhaust for
+ * every other (issue 14, section 3): the daemon's file descriptors, ...
+ * Each attack runs beside bystander clients that must see nothing.
+ */
+#include "autoconfig.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sl_shm.h"
+#include "sluice.h"
+#include "testutil.h"
+
+#define RUN_TIMEOUT_MS 15000
+
+static const char *ctl_bin(void)
+{
+	static char path[512];
+	const char *top = getenv("top_builddir");
+
+	snprintf(path, sizeof(path), "%s/tools/sluicectl", top && *top ? top : ".");
+	H_ASSERT(access(path, X_OK) == 0, "%s: %s (set top_builddir)", path, strerror(errno));
+	return path;
+}
+
+/* Lines of the daemon's log that contain @needle. */
+static unsigned log_count(const struct h_daemon *d, const char *needle)
+{
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(d->log, "re");
+
+	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bystanders: two queues of one context, sending to each other.       */
+/* ------------------------------------------------------------------ */
+
+struct bystander {
+	struct sl_ctx *ctx;
+	struct sl_queue *tx, *rx;
+	uint8_t *sbuf, *rbuf;
+	unsigned round;
+};
+
+#define BY_MSGS 16
+#define BY_LEN 1000
+
+static void bystander_open(struct bystander *b, const struct h_daemon *d, uint32_t port)
+{
+	memset(b, 0, sizeof(*b));
+	H_EQ(sl_open(d->sock, &b->ctx), 0);
+	H_EQ(sl_queue_open(b->ctx, port, 64, &b->tx), 0);
+	H_EQ(sl_queue_open(b->ctx, port + 1, 64, &b->rx), 0);
+	b->sbuf = sl_alloc(b->tx, BY_MSGS * BY_LEN);
+	b->rbuf = sl_alloc(b->rx, BY_MSGS * BY_LEN);
+	H_ASSERT(b->sbuf && b->rbuf, "bystander: sl_alloc");
+}
+
+/* BY_MSGS messages tx -> rx: every completion SL_OK, every byte right. */
+static void bystander_exchange(struct bystander *b, const char *when)
+{
+	sl_addr_t to = sl_queue_addr(b->rx);
+	unsigned i, sends = 0, recvs = 0;
+	struct sl_cqe cqe;
+
+	b->round++;
+	for (i = 0; i < BY_MSGS; i++) {
+		memset(b->sbuf + i * BY_LEN, (int)(b->round * 31 + i), BY_LEN);
+		memset(b->rbuf + i * BY_LEN, 0, BY_LEN);
+		H_EQ(sl_recv(b->rx, SL_ANY_SOURCE, i, ~0ull, b->rbuf + i * BY_LEN, BY_LEN, i), 0);
+		H_EQ(sl_send(b->tx, to, i, b->sbuf + i * BY_LEN, BY_LEN, i), 0);
+	}
+	while (sends < BY_MSGS) {
+		int rc = h_wait_cqe(b->tx, &cqe, 5000);
+
+		H_ASSERT(rc == 1, "bystander %s: send completion %u: %d", when, sends, rc);
+		H_ASSERT(cqe.status == SL_OK, "bystander %s: send status %s", when,
+			 sl_strerror(cqe.status));
+		sends++;
+	}
+	while (recvs < BY_MSGS) {
+		int rc = h_wait_cqe(b->rx, &cqe, 5000);
+
+		H_ASSERT(rc == 1, "bystander %s: receive completion %u: %d", when, recvs, rc);
+		H_ASSERT(cqe.status == SL_OK && cqe.len == BY_LEN, "bystander %s: %s len %llu",
+			 when, sl_strerror(cqe.status), (unsigned long long)cqe.len);
+		recvs++;
+	}
+	for (i = 0; i < BY_MSGS; i++)
+		H_ASSERT(memcmp(b->sbuf + i * BY_LEN, b->rbuf + i * BY_LEN, BY_LEN) == 0,
+			 "bystander %s: message %u differs", when, i);
+}
+
+/* ------------------------------------------------------------------ */
+/* File descriptors                                                     */
+/* ------------------------------------------------------------------ */
+
+#define FD_LIMIT 256
+#define STORM 64
+/* A refusal is immediate; on a busy machine 64 processes still need the
+ * scheduler, so the bound per call is wider than the design's 100 ms
+ * (measured: see docs/limits.md). */
+#define STORM_BOUND_MS 1000
+
+static void set_daemon_fd_limit(const struct h_daemon *d, rlim_t n)
+{
+	struct rlimit rl = { .rlim_cur = n, .rlim_max = n };
+
+	H_ASSERT(prlimit(d->pid, RLIMIT_NOFILE, &rl, NULL) == 0, "prlimit: %s",
+		 strerror(errno));
+}
+
+/*
+ * A raw control connection: connect, send HELLO, wait up to @wait_ms for
+ * the reply.  Returns the fd (reply OK, *err 0), or -1 with *err the
+ * refusal's errno, or -ETIMEDOUT when nothing came.
+ */
+static int raw_hello(const struct h_daemon *d, int wait_ms, int *err)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sl_ctl_req req = { .hdr = { .version = SL_CTL_VERSION, .op = SL_CTL_HELLO,
+					   .seq = 1 } };
+	struct sl_ctl_rep rep;
+	struct pollfd p;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ssize_t n;
+
+	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
+	strcpy(sun.sun_path, d->sock);
+	H_ASSERT(connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0, "connect: %s",
+		 strerror(errno));
+	(void)send(fd, &req, sizeof(req), MSG_NOSIGNAL);	/* a refusal may have closed */
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, wait_ms) <= 0) {
+		close(fd);
+		*err = -ETIMEDOUT;
+		return -1;
+	}
+	n = recv(fd, &rep, sizeof(rep), 0);
+	if (n < 0 && errno == ECONNRESET)	/* reported ahead of queued data */
+		n = recv(fd, &rep, sizeof(rep), MSG_DONTWAIT);
+	if (n == (ssize_t)sizeof(rep) && rep.error == 0 && rep.hdr.seq == 1) {
+		*err = 0;
+		return fd;
+	}
+	*err = n == (ssize_t)sizeof(rep) ? rep.error : -ECONNRESET;
+	close(fd);
+	return -1;
+}
+
+struct storm_result {
+	int done;		/* 1 once rc and ms are set */
+	int rc;			/* sl_open's */
+	int64_t ms;		/* how long it took */
+};
+
+static void storm_child(const struct h_daemon *d, int go_fd, struct storm_result *r)
+{
+	struct sl_ctx *ctx = NULL;
+	uint8_t b;
+	int64_t t0;
+
+	if (h_read_byte(go_fd, &b, 20000) != 1)
+		_exit(CL_E_SYNC);
+	t0 = h_now_ms();
+	r->rc = sl_open(d->sock, &ctx);
+	r->ms = h_now_ms() - t0;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	if (r->rc == 0)
+		sl_close(ctx);
+	_exit(0);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Issue 14 section 3, first input: sluiced under a 256-descriptor limit;
+ * one process opens contexts until the first failure; then 64 processes
+ * call sl_open at once and `sluicectl status` runs.  Each must get a
+ * definite error at once (sl_open -ENFILE, sluicectl a clear message),
+ * the daemon must log it once, and the clients it has must not notice.
+ * Before the fix the probe and every sl_open hung in recvmsg.
+ */
+START_TEST(fd_exhaustion_refuses_at_once)
+{
+	static int held[FD_LIMIT + 16];
+	struct storm_result *res = shared_alloc(STORM * sizeof(*res));
+	int64_t lat[STORM], t0, t_refuse;
+	unsigned n_held = 0, answered, i, enfile = 0;
+	const char *argv[] = { ctl_bin(), "-s", NULL, "status", NULL };
+	char admin[H_PATH_MAX + 32], out[4096];
+	struct bystander by;
+	struct h_daemon d;
+	pid_t pids[STORM];
+	int go[2], err = 0, rc, status[STORM];
+
+	h_daemon_start(&d, "fds", 0, NULL, 0);
+	bystander_open(&by, &d, 5000);
+	bystander_exchange(&by, "before");
+	set_daemon_fd_limit(&d, FD_LIMIT);
+
+	/* The hog: contexts until the first one is not answered. */
+	for (;;) {
+		H_ASSERT(n_held < sizeof(held) / sizeof(held[0]),
+			 "%u contexts under a %d-descriptor limit", n_held, FD_LIMIT);
+		held[n_held] = raw_hello(&d, 2000, &err);
+		if (held[n_held] < 0)
+			break;
+		n_held++;
+	}
+	fprintf(stderr, "fd_exhaustion: %u contexts held, then %s\n", n_held,
+		err == -ETIMEDOUT ? "no answer within 2 s" : strerror(err));
+	H_ASSERT(err == ENFILE, "the context past the limit: %s (want a refusal, ENFILE)",
+		 err == -ETIMEDOUT ? "no answer within 2 s" : strerror(err < 0 ? -err : err));
+
+	/* The storm. */
+	H_EQ(pipe(go), 0);
+	for (i = 0; i < STORM; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			close(go[1]);
+			storm_child(&d, go[0], &res[i]);
+		}
+	}
+	close(go[0]);
+	for (i = 0; i < STORM; i++)
+		H_EQ(h_write_byte(go[1], 1), 0);
+	t0 = h_now_ms();
+	/* Bound the lack of progress: 3 s without one more answer. */
+	for (answered = 0, t_refuse = t0; answered < STORM && h_now_ms() - t_refuse < 3000;) {
+		unsigned now = 0;
+
+		for (i = 0; i < STORM; i++)
+			now += (unsigned)__atomic_load_n(&res[i].done, __ATOMIC_ACQUIRE);
+		if (now > answered) {
+			answered = now;
+			t_refuse = h_now_ms();
+		}
+		h_sleep_ms(5);
+	}
+	H_ASSERT(answered == STORM, "%u of %d sl_open calls answered; the rest hung > 3 s",
+		 answered, STORM);
+	h_wait_children(pids, STORM, 10000, status);
+	for (i = 0; i < STORM; i++) {
+		lat[i] = res[i].ms;
+		if (res[i].rc == -ENFILE)
+			enfile++;
+	}
+	qsort(lat, STORM, sizeof(lat[0]), cmp_i64);
+	fprintf(stderr, "fd_exhaustion: %u of %d sl_open -ENFILE; ms median %lld, "
+		"90%% %lld, max %lld\n", enfile, STORM, (long long)lat[STORM / 2],
+		(long long)lat[STORM * 9 / 10], (long long)lat[STORM - 1]);
+	H_EQ(enfile, STORM);
+	H_ASSERT(lat[STORM - 1] <= STORM_BOUND_MS, "slowest refusal %lld ms",
+		 (long long)lat[STORM - 1]);
+
+	/* The operator's view: a clear error, at once. */
+	snprintf(admin, sizeof(admin), "%s/sluiced-admin.sock", d.dir);
+	argv[2] = admin;
+	t0 = h_now_ms();
+	rc = h_run(argv, out, sizeof(out), 3000);
+	t0 = h_now_ms() - t0;
+	fprintf(stderr, "fd_exhaustion: sluicectl status: %d after %lld ms: %s", rc,
+		(long long)t0, out);
+	H_ASSERT(rc == 4 && strstr(out, "out of file descriptors"),
+		 "sluicectl status: %d: %s", rc, out);
+	H_ASSERT(t0 < STORM_BOUND_MS, "sluicectl took %lld ms", (long long)t0);
+
+	/* The clients already there saw nothing, even at the limit. */
+	bystander_exchange(&by, "at the limit");
+
+	/* Free the descriptors: new clients get in again. */
+	while (n_held)
+		close(held[--n_held]);
+	t0 = h_now_ms();
+	for (;;) {
+		struct sl_ctx *ctx;
+
+		rc = sl_open(d.sock, &ctx);
+		if (rc == 0) {
+			sl_close(ctx);
+			break;
+		}
+		H_ASSERT(rc == -ENFILE && h_now_ms() - t0 < 5000,
+			 "sl_open after the hog left: %s", strerror(-rc));
+		h_sleep_ms(10);
+	}
+	bystander_exchange(&by, "after");
+	/* The hog's probe, the storm and sluicectl, once each. */
+	H_EQ(h_daemon_stat(&d, "daemon.fd_refused"), 1 + STORM + 1);
+	rc = (int)log_count(&d, "out of file descriptors");
+	H_ASSERT(rc >= 1 && rc <= 2, "%d log lines about it", rc);
+	sl_close(by.ctx);
+	h_daemon_stop(&d);
+	shared_free(res, STORM * sizeof(*res));
+}
+END_TEST
+
+/* The limit the daemon runs with (/proc/PID/limits, soft). */
+static long proc_fd_limit(pid_t pid)
+{
+	char path[64], line[256];
+	long soft = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	f = fopen(path, "re");
+	H_ASSERT(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Max open files %ld", &soft) == 1)
+			break;
+	fclose(f);
+	return soft;
+}
+
+/*
+ * Issue 17's figure: under the usual soft limit of 1,024 the 338th queue
+ * failed EMFILE and nothing was logged.  The daemon raises its soft limit
+ * to the hard one and says what it got against max_queues' needs; a queue
+ * costs it two descriptors (the memfd is the client's once passed).
+ */
+START_TEST(fd_limit_raised_and_logged)
+{
+	struct rlimit low = { .rlim_cur = 512, .rlim_max = 4096 };
+	struct sl_queue *qs[10];
+	struct sl_ctx *ctx;
+	struct h_daemon d, e;
+	int fds0, fds1, maps, i;
+
+	/* Inherited by the daemon.  Check runs each test in a process of its
+	 * own: lowering this one's hard limit is harmless. */
+	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	h_daemon_start(&d, "rl", 0, NULL, 0);
+	H_EQ(proc_fd_limit(d.pid), 4096);
+	H_EQ(log_count(&d, "file descriptors: limit 4096 (was 512); max_queues 1024 needs "
+			   "about 3104"), 1);
+
+	H_EQ(sl_open(d.sock, &ctx), 0);
+	h_daemon_settle(&d, &fds0, &maps);
+	for (i = 0; i < 10; i++)
+		H_EQ(sl_queue_open(ctx, 0, 8, &qs[i]), 0);
+	h_daemon_settle(&d, &fds1, &maps);
+	H_EQ(fds1 - fds0, 2 * 10);
+	sl_close(ctx);
+	h_daemon_stop(&d);
+
+	/* Too low for max_queues: a warning that says what to do. */
+	low.rlim_cur = low.rlim_max = 1024;
+	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	h_daemon_start(&e, "rl2", 0, NULL, 0);
+	H_EQ(log_count(&e, "but max_queues 1024 needs about 3104: queue opens will fail "
+			   "EMFILE first; raise LimitNOFILE= or lower max_queues"), 1);
+	h_daemon_stop(&e);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("limits");
+	TCase *tc = h_tcase(s, "fds", 120);
+
+	tcase_add_test(tc, fd_exhaustion_refuses_at_once);
+	tcase_add_test(tc, fd_limit_raised_and_logged);
+	return h_run_suite(s);
+}
