@@ -39,6 +39,7 @@
 #include "fd_reserve.h"
 #include "link.h"
 #include "log.h"
+#include "rate_log.h"
 #include "queue.h"
 #include "session.h"
 #include "sl_barrier.h"
@@ -58,7 +59,10 @@ struct admin_conn {
 	pid_t pid;
 	uid_t uid;
 	ev_io w;			/* EV_READ for the request, then EV_WRITE */
-	ev_timer timeout_w;		/* ADMIN_TIMEOUT_S from accept */
+	ev_timer timeout_w;		/* ADMIN_REQUEST_TIMEOUT_S from accept,
+					 * then ADMIN_TIMEOUT_S */
+	ev_tstamp accepted;		/* ev_now() at accept */
+	uint64_t serial;		/* accept order (ev_now() ties in a batch) */
 	size_t in_len;
 	char in[ADMIN_REQUEST_MAX + 2];	/* + 1 to see a line is too long, + NUL */
 	char *out;			/* the reply, malloc'd; NULL until built */
@@ -73,7 +77,11 @@ struct admin {
 	char path[CONFIG_PATH_MAX + 32];
 	LIST_HEAD(, admin_conn) conns;
 	unsigned n_conns;
+	uint64_t accepts;		/* serials given */
+	struct rate_log drop_log;	/* timeouts and evictions */
 };
+
+#define ADMIN_DROP_LOG_S 10.0	/* seconds between lines about dropped clients */
 
 /* ------------------------------------------------------------------ */
 /* JSON helpers: a NULL value means json-c ran out of memory.           */
@@ -526,6 +534,13 @@ static void conn_reply(struct admin_conn *c, struct json_object *o)
 		c->out_off = 0;
 	}
 	ev_io_stop(d->loop, &c->w);
+	/* The request is in: the reply may take until ADMIN_TIMEOUT_S. */
+	ev_timer_stop(d->loop, &c->timeout_w);
+	ev_timer_set(&c->timeout_w,
+		     ADMIN_TIMEOUT_S - (ev_now(d->loop) - c->accepted) > 0.001
+			     ? ADMIN_TIMEOUT_S - (ev_now(d->loop) - c->accepted) : 0.001,
+		     0.0);
+	ev_timer_start(d->loop, &c->timeout_w);
 	rc = conn_flush(c);
 	if (rc != 0) {
 		if (rc < 0)
@@ -605,15 +620,29 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	conn_answer(c, c->in);
 }
 
+/* A client dropped for being stuck (@why): counted, logged with a rate
+ * limit (any member of admin_group can cause it at will). */
+static void conn_drop(struct admin_conn *c, const char *why, uint64_t *counter)
+{
+	uint64_t n;
+
+	(*counter)++;
+	log_debug("admin: pid %d uid %d: dropped: %s", (int)c->pid, (int)c->uid, why);
+	if (rate_log_due(&c->a->drop_log, ADMIN_DROP_LOG_S, &n))
+		log_info("admin: pid %d uid %d: dropped: %s (%llu dropped since the last "
+			 "such line)", (int)c->pid, (int)c->uid, why, (unsigned long long)n);
+	conn_destroy(c);
+}
+
 static void conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct admin_conn *c = w->data;
 
 	(void)loop;
 	(void)revents;
-	log_info("admin: pid %d: dropped after %.0f s (%s)", (int)c->pid, ADMIN_TIMEOUT_S,
-		 c->out ? "reply not read" : "no request");
-	conn_destroy(c);
+	conn_drop(c, c->out ? "reply not read within the timeout"
+			    : "no whole request line within the timeout",
+		  &c->a->d->ctr.admin_timeouts);
 }
 
 /* A refusal on a fresh connection: its send buffer is empty, so the
@@ -771,6 +800,83 @@ static void refuse_no_fds(int fd, void *arg)
 		log_debug("admin: refusal: %m");
 }
 
+/* The connection to evict among those of @uid: the oldest of those
+ * without a whole request, else the oldest whose reply waits; NULL if
+ * @uid has none. */
+static struct admin_conn *eviction_victim(struct admin *a, uid_t uid)
+{
+	struct admin_conn *c, *best = NULL;
+
+	LIST_FOREACH(c, &a->conns, link) {
+		if (c->uid != uid)
+			continue;
+		if (!best || (!c->out && best->out) ||
+		    (!c->out == !best->out && c->serial < best->serial))
+			best = c;
+	}
+	return best;
+}
+
+static unsigned conns_of(const struct admin *a, uid_t uid)
+{
+	const struct admin_conn *c;
+	unsigned n = 0;
+
+	LIST_FOREACH(c, &a->conns, link)
+		n += c->uid == uid;
+	return n;
+}
+
+/* The uid that holds the most connections. */
+static uid_t greediest_uid(const struct admin *a)
+{
+	const struct admin_conn *c;
+	unsigned most = 0;
+	uid_t uid = 0;
+
+	LIST_FOREACH(c, &a->conns, link) {
+		unsigned n = conns_of(a, c->uid);
+
+		if (n > most) {
+			most = n;
+			uid = c->uid;
+		}
+	}
+	return uid;
+}
+
+static bool full_for(const struct admin *a, uid_t uid)
+{
+	return a->n_conns >= ADMIN_CONNS_MAX || conns_of(a, uid) >= ADMIN_CONNS_PER_UID;
+}
+
+/* Is there a slot for a new connection of @uid, after evicting a stuck
+ * one if needed (the rule is in admin.h)? */
+static bool make_room(struct admin *a, uid_t uid)
+{
+	struct admin_conn *c, *next, *victim;
+
+	if (!full_for(a, uid))
+		return true;
+	/* Requests that came in since the loop last looked are answered
+	 * first: their clients are not stuck. */
+	for (c = LIST_FIRST(&a->conns); c; c = next) {
+		next = LIST_NEXT(c, link);
+		if (!c->out)
+			conn_read_cb(a->d->loop, &c->w, EV_READ);
+	}
+	if (!full_for(a, uid))
+		return true;
+	victim = eviction_victim(a, conns_of(a, uid) >= ADMIN_CONNS_PER_UID ? uid
+									    : greediest_uid(a));
+	if (!victim)
+		return false;
+	conn_drop(victim, victim->out ? "evicted for a new connection: reply not read"
+				      : "evicted for a new connection: no whole request",
+		  &a->d->ctr.admin_evicted);
+	return true;
+}
+
 static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct admin *a = w->data;
@@ -813,9 +919,9 @@ static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			refuse(fd, "{\"error\":\"permission denied\"}\n");
 			continue;
 		}
-		if (a->n_conns >= ADMIN_CONNS_MAX) {
-			log_info("admin: pid %d: refused: %d admin connections already",
-				 (int)cred.pid, ADMIN_CONNS_MAX);
+		if (!make_room(a, cred.uid)) {
+			log_debug("admin: pid %d: refused: %u admin connections already",
+				  (int)cred.pid, a->n_conns);
 			refuse(fd, "{\"error\":\"too many admin connections\"}\n");
 			continue;
 		}
@@ -837,7 +943,9 @@ static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_init(&c->w, conn_read_cb, fd, EV_READ);
 		c->w.data = c;
 		ev_io_start(d->loop, &c->w);
-		ev_timer_init(&c->timeout_w, conn_timeout_cb, ADMIN_TIMEOUT_S, 0.0);
+		c->accepted = ev_now(d->loop);
+		c->serial = ++a->accepts;
+		ev_timer_init(&c->timeout_w, conn_timeout_cb, ADMIN_REQUEST_TIMEOUT_S, 0.0);
 		c->timeout_w.data = c;
 		ev_timer_start(d->loop, &c->timeout_w);
 		LIST_INSERT_HEAD(&a->conns, c, link);

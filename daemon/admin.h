@@ -17,10 +17,20 @@
  *
  * The loop never waits for an admin client: every fd is non-blocking, a
  * reply the client does not read is kept and written as the socket takes
- * it, and a connection still open ADMIN_TIMEOUT_S after it was accepted
- * (request never sent, reply never read) is dropped.  At most
- * ADMIN_CONNS_MAX connections are served at once; past that a new one
- * gets {"error":"too many admin connections"} and is closed.
+ * it, a connection without its whole request line ADMIN_REQUEST_TIMEOUT_S
+ * after it was accepted is dropped, and one still open ADMIN_TIMEOUT_S
+ * after it was accepted (reply never read) too.
+ *
+ * Slots: at most ADMIN_CONNS_MAX connections are served at once, at most
+ * ADMIN_CONNS_PER_UID of them for one uid.  A stuck client must not keep
+ * the operator out, so a new connection always gets a slot: when there is
+ * none, requests already sent are answered first, then one connection is
+ * evicted (closed, counted in daemon.admin_evicted): of the new one's own
+ * uid when that uid holds its share, else of the uid holding the most;
+ * among those, the oldest without a whole request line, else the oldest
+ * whose reply waits to be read.  A working sluicectl sends its request
+ * right after connecting and reads its reply at once, so it is never the
+ * one evicted unless it stalls in between while the slots churn.
  */
 #ifndef SLD_ADMIN_H
 #define SLD_ADMIN_H
@@ -29,6 +39,8 @@
 #define ADMIN_REQUEST_MAX 64	/* bytes of the request line, "\n" included */
 #define ADMIN_CONNS_MAX 16	/* connections served at once */
 #define ADMIN_TIMEOUT_S 5.0	/* seconds a connection may live */
+#define ADMIN_REQUEST_TIMEOUT_S 0.5	/* seconds to send the request line */
+#define ADMIN_CONNS_PER_UID 8	/* one uid's share of ADMIN_CONNS_MAX */
 
 struct daemon;
 

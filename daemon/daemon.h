@@ -54,6 +54,10 @@ struct daemon_counters {
 	/* Connections to the control or admin socket refused with a reason
 	 * because the daemon was out of descriptors (fd_reserve.h). */
 	uint64_t fd_refused;
+	/* Admin connections dropped: evicted for a new one, or out of time
+	 * (admin.h). */
+	uint64_t admin_evicted;
+	uint64_t admin_timeouts;
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */

@@ -4,26 +4,22 @@
 #include "autoconfig.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "fd_reserve.h"
 #include "log.h"
+#include "rate_log.h"
 
 static int spare_fd = -1;
 
-/* Rate limit of the refusal log: one line per episode, then one per
- * FD_REFUSE_LOG_S with the count since the last. */
-static struct timespec last_log;
-static uint64_t refused_unlogged;
-static bool logged_once;
+/* The refusal's log line, FD_REFUSE_LOG_S apart at most. */
+static struct rate_log refusal_log;
 
 static uint64_t queue_needs(const struct config *c)
 {
@@ -102,30 +98,19 @@ void fd_spare_close(void)
 	spare_fd = -1;
 }
 
-static double since_s(const struct timespec *a, const struct timespec *b)
-{
-	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
-}
-
 static void log_refusal(const char *what)
 {
-	struct timespec now;
 	struct rlimit rl = { 0, 0 };
+	uint64_t n;
 
-	refused_unlogged++;
-	if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
-		return;
-	if (logged_once && since_s(&last_log, &now) < FD_REFUSE_LOG_S)
+	if (!rate_log_due(&refusal_log, FD_REFUSE_LOG_S, &n))
 		return;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		rl.rlim_cur = 0;
 	log_warn("%s: out of file descriptors (limit %llu): refused %llu connection%s "
 		 "with a reason; next line in %.0f s at the earliest",
-		 what, (unsigned long long)rl.rlim_cur, (unsigned long long)refused_unlogged,
-		 refused_unlogged == 1 ? "" : "s", FD_REFUSE_LOG_S);
-	refused_unlogged = 0;
-	last_log = now;
-	logged_once = true;
+		 what, (unsigned long long)rl.rlim_cur, (unsigned long long)n, n == 1 ? "" : "s",
+		 FD_REFUSE_LOG_S);
 }
 
 int fd_spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void *arg),

@@ -379,6 +379,170 @@ START_TEST(fd_limit_raised_and_logged)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The admin socket                                                     */
+/* ------------------------------------------------------------------ */
+
+#define ABUSERS 6
+#define ABUSER_CONNS 4
+#define WATCHERS 20
+#define OPERATOR_CALLS 38
+#define OPERATOR_BOUND_MS 1000
+
+static void admin_sock(const struct h_daemon *d, char *buf, size_t cap)
+{
+	H_ASSERT((size_t)snprintf(buf, cap, "%s/sluiced-admin.sock", d->dir) < cap,
+		 "admin path too long");
+}
+
+/* A connection to the admin socket, or -1. */
+static int admin_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	strcpy(sun.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * An abuser: ABUSER_CONNS admin connections that never complete a
+ * request (half a line, or nothing), each opened again at once when the
+ * daemon closes it.  Runs until killed.
+ */
+static void __attribute__((noreturn)) admin_abuser(const char *path)
+{
+	int fds[ABUSER_CONNS];
+	unsigned i;
+
+	for (i = 0; i < ABUSER_CONNS; i++)
+		fds[i] = -1;
+	for (;;) {
+		struct pollfd p[ABUSER_CONNS];
+
+		for (i = 0; i < ABUSER_CONNS; i++) {
+			if (fds[i] < 0) {
+				fds[i] = admin_connect(path);
+				if (fds[i] >= 0 && i % 2 == 0)
+					(void)send(fds[i], "stat", 4, MSG_NOSIGNAL);
+			}
+			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		}
+		if (poll(p, ABUSER_CONNS, 50) < 0)
+			continue;
+		for (i = 0; i < ABUSER_CONNS; i++) {
+			char junk[256];
+
+			if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+			    read(fds[i], junk, sizeof(junk)) <= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			} else if (fds[i] >= 0 && (p[i].revents & POLLIN)) {
+				close(fds[i]);	/* a refusal line */
+				fds[i] = -1;
+			}
+		}
+		if (fds[0] < 0)
+			h_sleep_ms(1);	/* refused: do not spin the CPU away */
+	}
+}
+
+/* `sluicectl --json -w 0.05 queues` writing into @out_fd, a pipe nobody
+ * reads.  Returns its pid. */
+static pid_t spawn_watcher(const char *admin, int out_fd)
+{
+	pid_t pid = h_fork();
+
+	if (pid == 0) {
+		if (dup2(out_fd, STDOUT_FILENO) < 0)
+			_exit(127);
+		execl(ctl_bin(), "sluicectl", "-s", admin, "--json", "-w", "0.05", "queues",
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Issue 14 section 3, second input: 20 `sluicectl --json -w 0.05 queues`
+ * whose output pipe is never read, and raw admin clients that send half
+ * a line or nothing, reconnecting as soon as they are dropped.  Every one
+ * of 38 operator calls must answer (exit 0) within 1 s; before, 29 to 30
+ * were refused ("too many admin connections") or unanswered.
+ */
+START_TEST(admin_abuse_operator_answered)
+{
+	const char *cmds[] = { "status", "queues", "counters", "clients" };
+	char admin[H_PATH_MAX + 32], out[8192];
+	pid_t abusers[ABUSERS], watchers[WATCHERS];
+	int64_t worst = 0, t0, t_start;
+	unsigned i, ok = 0, slow = 0;
+	struct bystander by;
+	struct h_daemon d;
+	int pipefd[2], st[WATCHERS];
+
+	h_daemon_start(&d, "adm", 0, NULL, 0);
+	t_start = h_now_ms();
+	bystander_open(&by, &d, 5000);
+	bystander_exchange(&by, "before");
+	admin_sock(&d, admin, sizeof(admin));
+	H_EQ(pipe(pipefd), 0);
+	for (i = 0; i < WATCHERS; i++)
+		watchers[i] = spawn_watcher(admin, pipefd[1]);
+	for (i = 0; i < ABUSERS; i++) {
+		abusers[i] = h_fork();
+		if (abusers[i] == 0)
+			admin_abuser(admin);
+	}
+	h_sleep_ms(1500);	/* the pipe is full, every slot taken */
+
+	for (i = 0; i < OPERATOR_CALLS; i++) {
+		const char *argv[] = { ctl_bin(), "-s", admin, cmds[i % 4], NULL };
+		int64_t ms;
+		int rc;
+
+		t0 = h_now_ms();
+		rc = h_run(argv, out, sizeof(out), 3000);
+		ms = h_now_ms() - t0;
+		if (ms > worst)
+			worst = ms;
+		if (rc == 0 && ms <= OPERATOR_BOUND_MS)
+			ok++;
+		else if (rc == 0)
+			slow++;
+		else
+			fprintf(stderr, "admin_abuse: call %u (%s): exit %d after %lld ms: %s", i,
+				cmds[i % 4], rc, (long long)ms, out);
+	}
+	fprintf(stderr, "admin_abuse: %u of %d operator calls answered within %d ms, %u later, "
+		"slowest %lld ms\n", ok, OPERATOR_CALLS, OPERATOR_BOUND_MS, slow,
+		(long long)worst);
+	bystander_exchange(&by, "during");
+	for (i = 0; i < ABUSERS; i++)
+		kill(abusers[i], SIGKILL);
+	for (i = 0; i < WATCHERS; i++)
+		kill(watchers[i], SIGKILL);
+	h_wait_children(abusers, ABUSERS, 5000, st);
+	h_wait_children(watchers, WATCHERS, 5000, st);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	H_EQ(ok, OPERATOR_CALLS);
+	H_ASSERT(h_daemon_stat(&d, "daemon.admin_evicted") > 0, "nothing evicted");
+	/* Thousands of drops, a handful of lines (one per 10 s at most). */
+	H_ASSERT(log_count(&d, "info: admin: pid") <= 1 + (unsigned)((h_now_ms() - t_start) / 10000),
+		 "%u log lines about admin clients", log_count(&d, "info: admin: pid"));
+	bystander_exchange(&by, "after");
+	sl_close(by.ctx);
+	h_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("limits");
@@ -386,5 +550,7 @@ int main(void)
 
 	tcase_add_test(tc, fd_exhaustion_refuses_at_once);
 	tcase_add_test(tc, fd_limit_raised_and_logged);
+	tc = h_tcase(s, "admin", 120);
+	tcase_add_test(tc, admin_abuse_operator_answered);
 	return h_run_suite(s);
 }

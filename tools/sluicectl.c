@@ -82,9 +82,15 @@ static int denied(const char *path)
 	return EXIT_DENIED;
 }
 
+/* Not an exit status: the daemon closed without a word or had no slot
+ * (admin.h: a connection may be evicted); query() tries again. */
+#define RETRY_BUSY 100
+#define QUERY_TRIES 3
+
 /* Read the reply line into *@buf_p (malloc'd, NUL-terminated).  Returns
- * EXIT_OK or EXIT_ERROR (said why). */
-static int read_reply(int fd, const char *path, char **buf_p)
+ * EXIT_OK or EXIT_ERROR (said why), or RETRY_BUSY (quietly) when @may_retry
+ * and the daemon closed without a reply. */
+static int read_reply(int fd, const char *path, char **buf_p, bool may_retry)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap), *nb;
@@ -154,6 +160,10 @@ static int read_reply(int fd, const char *path, char **buf_p)
 			break;
 	}
 	buf[len] = '\0';
+	if (len == 0 && may_retry) {
+		free(buf);
+		return RETRY_BUSY;
+	}
 	if (len == 0 || buf[len - 1] != '\n') {
 		fprintf(stderr, "sluicectl: %s: %s\n", path,
 			len ? "reply cut short" : "the daemon closed without a reply");
@@ -169,9 +179,11 @@ err:
 /*
  * Send @cmd to the admin socket at @path and parse the reply into
  * *@reply_p (an object without "error").  Returns an enum exit_code, with
- * the message printed.
+ * the message printed, or RETRY_BUSY (nothing printed) when @may_retry and
+ * the daemon had no slot for this connection.
  */
-static int query(const char *path, const char *cmd, struct json_object **reply_p)
+static int query_once(const char *path, const char *cmd, struct json_object **reply_p,
+		      bool may_retry)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	char req[REQUEST_MAX + 1];
@@ -228,7 +240,7 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 		close(fd);
 		return EXIT_ERROR;
 	}
-	rc = read_reply(fd, path, &buf);
+	rc = read_reply(fd, path, &buf, may_retry);
 	if (close(fd) < 0 && rc == EXIT_OK)
 		fprintf(stderr, "sluicectl: %s: close: %s\n", path, strerror(errno));
 	if (rc != EXIT_OK)
@@ -256,6 +268,8 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 
 		if (msg && !strcmp(msg, "permission denied"))
 			rc = denied(path);
+		else if (msg && may_retry && !strcmp(msg, "too many admin connections"))
+			rc = RETRY_BUSY;
 		else {
 			fprintf(stderr, "sluicectl: sluiced: %s\n", msg ? msg : "error");
 			rc = EXIT_ERROR;
@@ -265,6 +279,23 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 	}
 	*reply_p = o;
 	return EXIT_OK;
+}
+
+/* query_once(), tried again (after 20 ms, then 40 ms) while the daemon
+ * had no slot for it. */
+static int query(const char *path, const char *cmd, struct json_object **reply_p)
+{
+	int i, rc = RETRY_BUSY;
+
+	for (i = 1; i <= QUERY_TRIES && rc == RETRY_BUSY; i++) {
+		if (i > 1 && nanosleep(&(struct timespec){ .tv_nsec = 20000000L * (i - 1) },
+				       NULL) < 0 && errno != EINTR) {
+			fprintf(stderr, "sluicectl: nanosleep: %s\n", strerror(errno));
+			return EXIT_ERROR;
+		}
+		rc = query_once(path, cmd, reply_p, i < QUERY_TRIES);
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
