@@ -56,6 +56,7 @@
 #define BACKLOG_MAX      1048576
 #define CLIENT_ARENA_MAX (1024 * GIB)	/* 1 TiB */
 #define CLIENT_INFLIGHT_MAX 16777216
+#define UID_ARENA_MAX    (1024ull * 1024 * GIB)	/* 1 PiB */
 #define PEER_TIMEOUT_MAX 86400000	/* one day */
 #define ACK_TIMEOUT_MAX  3600000	/* one hour */
 #define REDIAL_MAX       3600000	/* one hour */
@@ -313,6 +314,7 @@ enum key_id {
 	K_PEER_TIMEOUT, K_ACK_TIMEOUT, K_REDIAL_MIN, K_REDIAL_MAX,
 	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
 	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
+	K_UID_CONTEXTS, K_UID_QUEUES, K_UID_ARENA, K_UID_INFLIGHT,
 	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
 	K_RC_MAX_WAIT_MS,
 	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
@@ -357,6 +359,10 @@ static const struct {
 	[K_CLIENT_QUEUES]  = { "limits", "client_max_queues" },
 	[K_CLIENT_ARENA]   = { "limits", "client_max_arena_bytes" },
 	[K_CLIENT_INFLIGHT] = { "limits", "client_max_inflight", true },
+	[K_UID_CONTEXTS]   = { "limits", "uid_max_contexts" },
+	[K_UID_QUEUES]     = { "limits", "uid_max_queues" },
+	[K_UID_ARENA]      = { "limits", "uid_max_arena_bytes" },
+	[K_UID_INFLIGHT]   = { "limits", "uid_max_inflight" },
 	[K_RC_CHUNK]       = { "rcache", "chunk_bytes" },
 	[K_RC_MAX_REGIONS] = { "rcache", "max_regions" },
 	[K_RC_MAX_BYTES]   = { "rcache", "max_bytes" },
@@ -377,7 +383,8 @@ static const struct {
 	{ "transport", "kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
 		       "peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms" },
 	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
-		    "client_max_queues, client_max_arena_bytes, client_max_inflight" },
+		    "client_max_queues, client_max_arena_bytes, client_max_inflight, "
+		    "uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight" },
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
 	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
 		   "cut_after_frames, cut_every_frames" },
@@ -635,6 +642,16 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 	case K_CLIENT_INFLIGHT:
 		return set_num32(st, sec, name, value, 1, CLIENT_INFLIGHT_MAX,
 				 &c->client_max_inflight);
+	case K_UID_CONTEXTS:
+		return set_num32(st, sec, name, value, 0, MAX_QUEUES_MAX, &c->uid_max_contexts);
+	case K_UID_QUEUES:
+		return set_num32(st, sec, name, value, 0, MAX_QUEUES_MAX, &c->uid_max_queues);
+	case K_UID_ARENA:
+		return set_bytes(st, sec, name, value, 0, UID_ARENA_MAX, "0..1024T bytes",
+				 &c->uid_max_arena_bytes);
+	case K_UID_INFLIGHT:
+		return set_num32(st, sec, name, value, 0, CLIENT_INFLIGHT_MAX,
+				 &c->uid_max_inflight);
 	case K_UNEXPECTED_MAX:
 		return set_bytes(st, sec, name, value, UNEXP_MIN, UNEXP_MAX, "64K..64G bytes",
 				 &c->unexpected_max_bytes);
@@ -1054,6 +1071,18 @@ static bool format_value(const struct config *c, enum key_id k, char *buf, size_
 		return true;
 	case K_CLIENT_INFLIGHT:
 		snprintf(buf, n, "%u", (unsigned)c->client_max_inflight);
+		return true;
+	case K_UID_CONTEXTS:
+		snprintf(buf, n, "%u", (unsigned)c->uid_max_contexts);
+		return true;
+	case K_UID_QUEUES:
+		snprintf(buf, n, "%u", (unsigned)c->uid_max_queues);
+		return true;
+	case K_UID_ARENA:
+		format_bytes(c->uid_max_arena_bytes, buf, n);
+		return true;
+	case K_UID_INFLIGHT:
+		snprintf(buf, n, "%u", (unsigned)c->uid_max_inflight);
 		return true;
 	case K_RC_CHUNK:
 		format_bytes(c->rcache_chunk_bytes, buf, n);

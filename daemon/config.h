@@ -67,7 +67,12 @@
  *               client_max_inflight = N, 1..16777216 [65536]: descriptors
  *               of one client accepted and not yet completed, over all its
  *               queues; past it the daemon takes no more of that client's
- *               descriptors until some complete (its SQs fill: -EAGAIN)
+ *               descriptors until some complete (its SQs fill: -EAGAIN);
+ *               uid_max_contexts, uid_max_queues = N, 0..65536 [0: half of
+ *               max_queues]; uid_max_arena_bytes = BYTES, 0..1 PiB [0:
+ *               the uid's queues times arena_bytes]; uid_max_inflight = N,
+ *               0..16777216 [0: 4 x client_max_inflight]: the same
+ *               bounds for all the clients of one uid together (uid_quota.h)
  *   [rcache]    registration cache of client arenas:
  *               chunk_bytes = BYTES, a power of two, 4 KiB..1 GiB [2 MiB]:
  *               registrations cover whole chunks of this size;
@@ -166,6 +171,10 @@ struct config {
 	uint32_t client_max_queues;
 	uint64_t client_max_arena_bytes;
 	uint32_t client_max_inflight;
+	uint32_t uid_max_contexts;	/* per uid; 0: derived (uid_quota.h) */
+	uint32_t uid_max_queues;
+	uint64_t uid_max_arena_bytes;
+	uint32_t uid_max_inflight;
 	uint64_t unexpected_max_bytes;	/* per endpoint, bookkeeping included */
 	/* [rcache] */
 	uint64_t rcache_chunk_bytes;	/* a power of two */

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "loop_watch.h"
 #include "service.h"
+#include "uid_quota.h"
 #include "xport/xport.h"
 
 struct queue;
@@ -90,6 +91,7 @@ struct daemon {
 	char ctl_path[CONFIG_PATH_MAX + 32];
 
 	TAILQ_HEAD(, session) sessions;
+	struct uid_usage_list uids;	/* per-uid usage (uid_quota.h); zeroed = empty */
 	TAILQ_HEAD(, queue) queues;	/* every live queue, drain order */
 	struct queue **ports;		/* SLD_PORTS entries: bound queue or NULL */
 	uint32_t n_queues;

@@ -383,6 +383,7 @@ int main(int argc, char **argv)
 	d->lock_fd = -1;
 	d->spin_s = SPIN_US_DEFAULT / 1e6;
 	TAILQ_INIT(&d->sessions);
+	LIST_INIT(&d->uids);
 	TAILQ_INIT(&d->queues);
 	TAILQ_INIT(&d->cq_dirty);
 	rc = config_defaults(&d->cfg);

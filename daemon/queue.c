@@ -218,8 +218,11 @@ void queue_kill(struct queue *q)
 	if (q->dead)
 		return;
 	q->dead = true;
-	if (q->owner)
+	if (q->owner) {
 		q->owner->in_flight -= q->in_flight;	/* completions go nowhere now */
+		if (q->owner->uq)
+			q->owner->uq->in_flight -= q->in_flight;
+	}
 	q->owner = NULL;
 	ev_io_stop(d->loop, &q->sq_w);
 	if (d->ports[q->port] == q)
@@ -262,8 +265,11 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 	struct daemon *d = q->d;
 
 	q->in_flight--;
-	if (q->owner)
+	if (q->owner) {
 		q->owner->in_flight--;
+		if (q->owner->uq)
+			q->owner->uq->in_flight--;
+	}
 	d->ctr.cqes++;
 	d->ctr.completions[daemon_status_slot(cqe->status)]++;
 	if (q->dead)
@@ -283,7 +289,8 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 /* Has the client of @q as many descriptors in flight as it may? */
 static bool quota_full(const struct queue *q)
 {
-	return q->owner && q->owner->in_flight >= q->d->cfg.client_max_inflight;
+	return q->owner && (q->owner->in_flight >= q->d->cfg.client_max_inflight ||
+			    uid_quota_inflight_full(q->d, q->owner->uq));
 }
 
 int queue_drain(struct queue *q, unsigned budget)
@@ -314,6 +321,8 @@ int queue_drain(struct queue *q, unsigned budget)
 		taken++;
 		q->in_flight++;
 		q->owner->in_flight++;
+		if (q->owner->uq)
+			q->owner->uq->in_flight++;
 		q->sqes++;
 		d->ctr.sqes++;
 		status = engine_validate(q, &sqe);

@@ -58,6 +58,8 @@ static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
 static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 			     struct sl_ctl_rep *rep)
 {
+	const char *why;
+	uint64_t limit;
 	struct queue *q;
 	int rc, fds[3];
 
@@ -71,12 +73,23 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 		rep->error = ESHUTDOWN;
 		return send_reply(s, rep, NULL, 0);
 	}
+	if (!s->uq) {
+		rep->error = EDQUOT;	/* over uid_max_contexts: refused at HELLO */
+		return send_reply(s, rep, NULL, 0);
+	}
 	/* Quotas: one client cannot take every queue or all memory. */
 	if (s->n_queues >= s->d->cfg.client_max_queues ||
 	    s->arena_bytes + s->d->cfg.arena_bytes > s->d->cfg.client_max_arena_bytes) {
 		log_info("client pid %d: queue refused: quota of %u queues / %llu arena bytes",
 			 (int)s->pid, s->d->cfg.client_max_queues,
 			 (unsigned long long)s->d->cfg.client_max_arena_bytes);
+		rep->error = EDQUOT;
+		return send_reply(s, rep, NULL, 0);
+	}
+	/* ... nor one uid, over all its clients (uid_quota.h). */
+	why = uid_quota_queue(s->d, s->uq, s->d->cfg.arena_bytes, &limit);
+	if (why) {
+		uid_quota_log(s->pid, s->uid, why, limit);
 		rep->error = EDQUOT;
 		return send_reply(s, rep, NULL, 0);
 	}
@@ -106,6 +119,8 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
 	s->arena_bytes += q->arena_size;
+	s->uq->queues++;
+	s->uq->arena_bytes += q->arena_size;
 	log_debug("client pid %d: queue %u on port %u", (int)s->pid, q->id, q->port);
 	return 0;
 }
@@ -125,6 +140,8 @@ static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
 	TAILQ_REMOVE(&s->queues, q, by_session);
 	s->n_queues--;
 	s->arena_bytes -= q->arena_size;
+	s->uq->queues--;	/* the queue was counted: s->uq is set */
+	s->uq->arena_bytes -= q->arena_size;
 	queue_kill(q);
 }
 
@@ -153,6 +170,13 @@ static int handle_request(struct session *s)
 	rep.hdr = req.hdr;
 	switch (req.hdr.op) {
 	case SL_CTL_HELLO:
+		if (!s->uq) {
+			uid_quota_log(s->pid, s->uid, "uid_max_contexts",
+				      uid_limit_contexts(&s->d->cfg));
+			rep.error = EDQUOT;
+			(void)send_reply(s, &rep, NULL, 0);
+			return -EDQUOT;
+		}
 		rep.node = s->d->cfg.node_id;
 		rep.incarnation = s->d->incarnation;
 		rep.abi_version = SL_SHM_ABI_VERSION;
@@ -178,7 +202,7 @@ static void session_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	rc = handle_request(s);
 	if (rc) {
-		if (rc != -ECONNRESET)
+		if (rc != -ECONNRESET && rc != -EDQUOT)	/* EDQUOT: logged, rate-limited */
 			log_info("client pid %d: dropped: %s", (int)s->pid, strerror(-rc));
 		session_destroy(s);
 	}
@@ -190,8 +214,11 @@ void session_destroy(struct session *s)
 
 	while ((q = TAILQ_FIRST(&s->queues))) {
 		TAILQ_REMOVE(&s->queues, q, by_session);
+		s->uq->queues--;
+		s->uq->arena_bytes -= q->arena_size;
 		queue_kill(q);
 	}
+	uid_usage_detach(s->d, s->uq);
 	ev_io_stop(s->d->loop, &s->w);
 	if (close(s->fd) < 0)
 		log_warn("client pid %d: close: %m", (int)s->pid);
@@ -257,6 +284,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		s = calloc(1, sizeof(*s));
 		if (!s) {
 			log_warn("control socket: out of memory for a client");
+			close(fd);
+			continue;
+		}
+		/* Over uid_max_contexts: told at its HELLO (s->uq NULL). */
+		if (uid_usage_attach(d, cred.uid, &s->uq) == -ENOMEM) {
+			log_warn("control socket: out of memory for a client");
+			free(s);
 			close(fd);
 			continue;
 		}

@@ -27,6 +27,8 @@ struct session {
 	uint64_t arena_bytes;		/* of its queues, for client_max_arena_bytes */
 	uint32_t in_flight;		/* descriptors accepted, not completed:
 					 * client_max_inflight */
+	struct uid_usage *uq;		/* its uid's usage; NULL: over
+					 * uid_max_contexts, refused at HELLO */
 };
 
 /* Create the control socket in the runtime directory and listen.

@@ -177,7 +177,8 @@ struct sl_queue;
  * Returns 0, or -ENOENT / -ECONNREFUSED (no daemon there), -EACCES (not
  * allowed to connect), -EPROTO (daemon speaks another ABI version),
  * -ENFILE (the daemon is out of file descriptors: it refused this
- * connection at once; try again later), -ETIMEDOUT (no answer within the
+ * connection at once; try again later), -EDQUOT (this user holds its
+ * quota of contexts: [limits] uid_max_contexts), -ETIMEDOUT (no answer within the
  * timeout: the daemon is stopped or stuck), -ENAMETOOLONG (path too long
  * for a UNIX socket), -EMFILE (this process has no free descriptor),
  * -ENOMEM.
@@ -214,8 +215,9 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  * bound), -EACCES (privileged port), -EADDRNOTAVAIL (no free ephemeral
  * port), -EMFILE (the daemon's max_queues reached, or this process has no
  * free fds for the queue's three: the daemon's half is then undone),
- * -EDQUOT (this context holds its quota of queues or arena bytes:
- * [limits] client_max_queues, client_max_arena_bytes), -ESHUTDOWN (the
+ * -EDQUOT (this context, or all the contexts of this user together, hold
+ * their quota of queues or arena bytes: [limits] client_max_queues,
+ * client_max_arena_bytes, uid_max_queues, uid_max_arena_bytes), -ESHUTDOWN (the
  * daemon is stopping: see sluiced(8), SIGTERM), -ENOMEM, -EPROTO
  * (malformed reply), -ECONNRESET (daemon went away).
  * Thread-safe with respect to other queue opens/closes on @ctx.

@@ -261,7 +261,8 @@ START_TEST(max_queues_bound)
 	struct sl_queue *q[4], *extra;
 	int i;
 
-	h_daemon_start_conf(&a, "quota", 0, NULL, 0, "[limits]\nmax_queues = 4\n");
+	h_daemon_start_conf(&a, "quota", 0, NULL, 0,
+			    "[limits]\nmax_queues = 4\nuid_max_queues = 8\n");
 	H_EQ(sl_open(a.sock, &ctx), 0);
 	for (i = 0; i < 4; i++)
 		H_EQ(sl_queue_open(ctx, 0, 4, &q[i]), 0);

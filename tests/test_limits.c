@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -543,6 +545,173 @@ START_TEST(admin_abuse_operator_answered)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Per-uid quotas                                                       */
+/* ------------------------------------------------------------------ */
+
+#define OTHER_UID 4242		/* no such user: only its number matters */
+#define QUOTA_QUEUES 64		/* max_queues: a uid's share is 32 */
+#define QUOTA_CONTEXTS 8	/* uid_max_contexts */
+#define QUOTA_INFLIGHT 40	/* uid_max_inflight */
+#define QDEPTH 16
+
+struct other_result {
+	int queues;		/* queues opened before the first failure */
+	int queue_err;		/* that failure */
+	int contexts;		/* contexts open before sl_open failed */
+	int open_err;		/* that failure */
+	int posted;		/* receives the daemon took or holds in SQs */
+};
+
+/* Become uid OTHER_UID in group @gid (the daemon's client_group). */
+static void become_other(gid_t gid)
+{
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(OTHER_UID) < 0)
+		_exit(CL_E_SETUP);
+}
+
+/*
+ * The other user: contexts of QDEPTH queues each until a queue open
+ * fails, then contexts until sl_open fails, then receives on every queue
+ * until the daemon takes no more.  Results in @r; then waits for a byte
+ * on @hold_fd (holding everything) and exits.
+ */
+static void __attribute__((noreturn)) other_user(const struct h_daemon *d, gid_t gid,
+						 struct other_result *r, int ready_fd,
+						 int hold_fd, bool post)
+{
+	static struct sl_queue *qs[QUOTA_QUEUES];
+	struct sl_ctx *ctx[QUOTA_CONTEXTS + 1];
+	int nctx = 0, nq = 0, rc = 0, i, added;
+	uint8_t b;
+
+	become_other(gid);
+	while (nctx < QUOTA_CONTEXTS && rc == 0) {
+		if (sl_open(d->sock, &ctx[nctx]) != 0)
+			_exit(CL_E_SETUP);
+		nctx++;
+		for (i = 0; i < QDEPTH && nq < QUOTA_QUEUES; i++) {
+			rc = sl_queue_open(ctx[nctx - 1], 0, QDEPTH, &qs[nq]);
+			if (rc)
+				break;
+			nq++;
+		}
+	}
+	r->queues = nq;
+	r->queue_err = rc;
+	while (nctx <= QUOTA_CONTEXTS) {
+		rc = sl_open(d->sock, &ctx[nctx]);
+		if (rc)
+			break;
+		nctx++;
+	}
+	r->contexts = nctx;
+	r->open_err = rc;
+	/* Receives until a round in which the daemon took none. */
+	do {
+		added = 0;
+		for (i = 0; post && i < nq; i++) {
+			void *buf = sl_alloc(qs[i], 64);
+
+			while (buf && sl_recv(qs[i], SL_ANY_SOURCE, 1, ~0ull, buf, 64, 1) == 0)
+				added++;
+		}
+		r->posted += added;
+		h_sleep_ms(100);
+	} while (added);
+	(void)h_write_byte(ready_fd, 1);
+	(void)h_read_byte(hold_fd, &b, 60000);
+	_exit(0);
+}
+
+static gid_t group_users(void)
+{
+	struct group *g = getgrnam("users");
+
+	H_ASSERT(g, "no group 'users' to share the control socket with");
+	return g->gr_gid;
+}
+
+/*
+ * Issue 14 section 3, third input: the daemon as root, client_group
+ * shared by two users, max_queues 64, client_max_queues 16.  Before, the
+ * other user took the queues over several contexts and root's next
+ * sl_queue_open failed EMFILE.  Now a uid holds at most half of
+ * max_queues (32), uid_max_contexts contexts and uid_max_inflight
+ * descriptors in flight; root opens its queues and its bystander's
+ * traffic completes; when the other user leaves, everything it held is
+ * its uid's again (a second run gets the same).
+ */
+START_TEST(uid_quotas_leave_room_for_others)
+{
+	struct other_result *r = shared_alloc(2 * sizeof(*r));
+	char conf[512];
+	struct sl_queue *mine[QDEPTH];
+	struct sl_ctx *root_ctx;
+	struct bystander by;
+	struct h_daemon d;
+	gid_t gid = group_users();
+	int ready[2], hold[2], st, i, run, fds, maps;
+	pid_t pid;
+	uint8_t b;
+
+	snprintf(conf, sizeof(conf),
+		 "[daemon]\nclient_group = users\n"
+		 "[limits]\narena_bytes = 1M\nmax_queues = %d\nclient_max_queues = %d\n"
+		 "uid_max_contexts = %d\nuid_max_inflight = %d\n",
+		 QUOTA_QUEUES, QDEPTH, QUOTA_CONTEXTS, QUOTA_INFLIGHT);
+	h_daemon_start_conf(&d, "uids", 0, NULL, 0, conf);
+	H_EQ(chmod(d.dir, 0711), 0);	/* the other user reaches the socket */
+	bystander_open(&by, &d, 5000);
+	bystander_exchange(&by, "before");
+
+	for (run = 0; run < 2; run++) {
+		H_EQ(pipe(ready), 0);
+		H_EQ(pipe(hold), 0);
+		pid = h_fork();
+		if (pid == 0)
+			other_user(&d, gid, &r[run], ready[1], hold[0], run == 0);
+		close(ready[1]);
+		ready[1] = -1;
+		H_ASSERT(h_read_byte(ready[0], &b, 30000) == 1,
+			 "the other user never got ready (it exits %d when sl_open fails)",
+			 CL_E_SETUP);
+		fprintf(stderr, "uid_quotas: run %d: other uid: %d queues, then %s; %d contexts, "
+			"then %s; %d receives posted\n", run, r[run].queues,
+			strerror(-r[run].queue_err), r[run].contexts, strerror(-r[run].open_err),
+			r[run].posted);
+		H_EQ(r[run].queues, QUOTA_QUEUES / 2);
+		H_EQ(r[run].queue_err, -EDQUOT);
+		H_EQ(r[run].contexts, QUOTA_CONTEXTS);
+		H_EQ(r[run].open_err, -EDQUOT);
+		if (run == 0) {
+			/* In flight: the uid's bound, plus what waits in the
+			 * SQs (QDEPTH each). */
+			H_EQ(r[run].posted, QUOTA_INFLIGHT + QUOTA_QUEUES / 2 * QDEPTH);
+			/* Root still gets its queues, and its traffic flows. */
+			H_EQ(sl_open(d.sock, &root_ctx), 0);
+			for (i = 0; i < QDEPTH; i++)
+				H_EQ(sl_queue_open(root_ctx, 0, QDEPTH, &mine[i]), 0);
+			bystander_exchange(&by, "beside the other user");
+			sl_close(root_ctx);
+		}
+		H_EQ(h_write_byte(hold[1], 1), 0);
+		H_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			 "the other user: status %#x", st);
+		close(ready[0]);
+		close(hold[0]);
+		close(hold[1]);
+		h_daemon_settle(&d, &fds, &maps);	/* its sessions are gone */
+	}
+	H_ASSERT(log_count(&d, "uid 4242: refused: [limits] uid_max_queues = 32 reached") >= 1,
+		 "no log line about the quota");
+	bystander_exchange(&by, "after");
+	sl_close(by.ctx);
+	h_daemon_stop(&d);
+	shared_free(r, 2 * sizeof(*r));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("limits");
@@ -552,5 +721,7 @@ int main(void)
 	tcase_add_test(tc, fd_limit_raised_and_logged);
 	tc = h_tcase(s, "admin", 120);
 	tcase_add_test(tc, admin_abuse_operator_answered);
+	tc = h_tcase(s, "uids", 120);
+	tcase_add_test(tc, uid_quotas_leave_room_for_others);
 	return h_run_suite(s);
 }
