@@ -63,7 +63,7 @@
 #define DRAIN_MAX        600000	/* ten minutes */
 #define F_CUT_MAX        4294967295ull
 
-#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers"
+#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers, ports"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
@@ -389,6 +389,7 @@ static const struct {
 	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
 		   "cut_after_frames, cut_every_frames" },
 	{ "peers", NULL },
+	{ "ports", NULL },
 };
 
 struct parse_state {
@@ -709,6 +710,13 @@ static int on_value(void *user, const char *section, const char *name,
 			    name);
 	if (strcmp(section, "peers") == 0)
 		return set_peer(st, name, value);
+	if (strcmp(section, "ports") == 0) {
+		const char *why;
+
+		if (ports_conf_add(&st->c->ports, name, value, &why))
+			return fail(st, -EINVAL, "[ports] %s = %s: %s", name, value, why);
+		return 1;
+	}
 
 	for (k = 0; k < K_COUNT; k++) {
 		if (strcmp(keys[k].section, section) == 0 &&
@@ -1154,6 +1162,10 @@ int config_print(FILE *out, const struct config *c)
 		format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
 		fprintf(out, "%s = %s\n", c->peers[i].name, val);
 	}
+	fprintf(out, "\n[ports]\n");
+	for (i = 0; i < c->ports.n; i++)
+		fprintf(out, "%u-%u = %s\n", c->ports.r[i].lo, c->ports.r[i].hi,
+			c->ports.r[i].owner);
 	if (fflush(out) == EOF || ferror(out))
 		return -EIO;
 	return 0;
@@ -1246,5 +1258,15 @@ int config_reload_merge(struct config *cur, const struct config *next,
 		format_hostport(cur->peers[i].host, cur->peers[i].port, a, sizeof(a));
 		changed("peers", cur->peers[i].name, a, "(not set)", false, arg);
 	}
+	/* [ports] is read at start only. */
+	for (i = 0; changed && i < cur->ports.n && cur->ports.n == next->ports.n; i++) {
+		const struct port_range *x = &cur->ports.r[i], *y = &next->ports.r[i];
+
+		if (x->lo != y->lo || x->hi != y->hi || x->is_group != y->is_group ||
+		    x->id != y->id)
+			break;
+	}
+	if (changed && (cur->ports.n != next->ports.n || i < cur->ports.n))
+		changed("ports", "(ranges)", "(as at start)", "(changed)", false, arg);
 	return applied;
 }

@@ -116,6 +116,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ports.h"
+
 #define CONFIG_NAME_MAX 64	/* node names, including the NUL */
 #define CONFIG_HOST_MAX 256
 #define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
@@ -191,6 +193,8 @@ struct config {
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
+	/* [ports]: ranges reserved for a user or group (ports.h) */
+	struct port_ranges ports;
 };
 
 /*

@@ -44,7 +44,8 @@ static int port_bind(struct daemon *d, struct queue *q, uint32_t port, uid_t uid
 			uint32_t p = SL_PORT_EPHEMERAL_MIN +
 				     (d->next_ephemeral + i) % span;
 
-			if (!d->ports[p]) {
+			/* Reserved ranges are bound by name only (ports.h). */
+			if (!d->ports[p] && !ports_range_of(&d->cfg.ports, p)) {
 				d->next_ephemeral = (p - SL_PORT_EPHEMERAL_MIN + 1) % span;
 				port = p;
 				break;

@@ -93,6 +93,14 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 		rep->error = EDQUOT;
 		return send_reply(s, rep, NULL, 0);
 	}
+	/* [ports]: a range reserved for others (ports.h). */
+	if (req->port && req->port < SLD_PORTS) {
+		rc = ports_may_bind(&s->d->cfg.ports, req->port, s->pid, s->uid, s->gid, s->fd);
+		if (rc) {
+			rep->error = -rc;
+			return send_reply(s, rep, NULL, 0);
+		}
+	}
 	rc = queue_create(s->d, s, req->port, req->depth, &q);
 	if (rc) {
 		rep->error = -rc;

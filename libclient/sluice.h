@@ -212,7 +212,8 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  *
  * The queue's arena size is set by the daemon ([limits] arena_bytes).
  * Returns 0, or -EINVAL (port or depth out of range), -EADDRINUSE (port
- * bound), -EACCES (privileged port), -EADDRNOTAVAIL (no free ephemeral
+ * bound), -EACCES (privileged port, or one the daemon's [ports] reserves
+ * for another user or group), -EADDRNOTAVAIL (no free ephemeral
  * port), -EMFILE (the daemon's max_queues reached, or this process has no
  * free fds for the queue's three: the daemon's half is then undone),
  * -EDQUOT (this context, or all the contexts of this user together, hold

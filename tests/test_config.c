@@ -123,13 +123,24 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+	/* [ports] (issue 14: ranges reserved for a user or group). */
+	{ "ports: not a range", "[ports]\n7000-6000 = uid:0\n", -EINVAL,
+	  ":2: [ports] 7000-6000 = uid:0: not a port or a range LO-HI of ports 1..65535" },
+	{ "ports: port 0", "[ports]\n0 = uid:0\n", -EINVAL,
+	  ":2: [ports] 0 = uid:0: not a port or a range LO-HI of ports 1..65535" },
+	{ "ports: overlap", "[ports]\n5000-5999 = uid:1\n5999-6000 = gid:2\n", -EINVAL,
+	  ":3: [ports] 5999-6000 = gid:2: overlaps another range" },
+	{ "ports: owner", "[ports]\n5000 = alice\n", -EINVAL,
+	  ":2: [ports] 5000 = alice: owner must be user:NAME, group:NAME, uid:N or gid:N" },
+	{ "ports: no such group", "[ports]\n5000 = group:no-such-group-here\n", -EINVAL,
+	  ":2: [ports] 5000 = group:no-such-group-here: no such group" },
 	/* Sections. */
 	{ "unknown section", "[bogus]\n", -EINVAL,
-	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
+	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
 	{ "unknown empty section later", "; comment\n[daemon]\nnode = a\n\n[bogus]\n", -EINVAL,
-	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
+	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
 	{ "section name is case-sensitive", "[Daemon]\nnode = a\n", -EINVAL,
-	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
+	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
 	{ "text after section header", "[daemon] extra\n", -EINVAL,
 	  ":1: [daemon]: text after the section header (allowed: a ; comment)" },
 	{ "key before any section", "node = a\n", -EINVAL,
@@ -153,7 +164,7 @@ static const struct bad_case bad_cases[] = {
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
 	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
-	  ":1: [RCache]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers)" },
+	  ":1: [RCache]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
 
 	/* Syntax (reported by inih). */
 	{ "line without =", "[daemon]\nnode = a\n\njunk\n", -EINVAL, ":4: syntax error" },

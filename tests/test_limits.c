@@ -712,6 +712,133 @@ START_TEST(uid_quotas_leave_room_for_others)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Reserved ports                                                       */
+/* ------------------------------------------------------------------ */
+
+struct ports_result {
+	int reserved_other;	/* sl_queue_open(6001): reserved for root */
+	int reserved_group;	/* sl_queue_open(7001): reserved for group users */
+	int free_port;		/* sl_queue_open(5100): not reserved */
+	int ephemeral;		/* sl_queue_open(0) */
+	uint32_t ephemeral_port;
+	int got_root_msg;	/* 1 if its queue on 6001 received root's message */
+};
+
+#define PORT_ROOTS 6001u
+#define PORT_GROUP 7001u
+#define PORT_FREE 5100u
+
+/* uid OTHER_UID, primary group nogroup, group @gid supplementary only:
+ * the daemon must see it through SO_PEERGROUPS. */
+static void __attribute__((noreturn)) ports_user(const struct h_daemon *d, gid_t gid,
+						 struct ports_result *r, int ready_fd,
+						 int hold_fd)
+{
+	struct sl_queue *q6 = NULL, *q7, *q5, *qe;
+	struct sl_ctx *ctx;
+	struct sl_cqe cqe;
+	uint8_t b;
+	void *buf;
+
+	if (setgroups(1, &gid) < 0 || setgid(65534) < 0 || setuid(OTHER_UID) < 0)
+		_exit(CL_E_SETUP);
+	if (sl_open(d->sock, &ctx) != 0)
+		_exit(CL_E_SETUP);
+	r->reserved_other = sl_queue_open(ctx, PORT_ROOTS, 8, &q6);
+	r->reserved_group = sl_queue_open(ctx, PORT_GROUP, 8, &q7);
+	r->free_port = sl_queue_open(ctx, PORT_FREE, 8, &q5);
+	r->ephemeral = sl_queue_open(ctx, 0, 8, &qe);
+	if (r->ephemeral == 0)
+		r->ephemeral_port = sl_queue_addr(qe).port;
+	if (r->reserved_other == 0 && (buf = sl_alloc(q6, 64)))
+		(void)sl_recv(q6, SL_ANY_SOURCE, 9, ~0ull, buf, 64, 1);
+	(void)h_write_byte(ready_fd, 1);
+	(void)h_read_byte(hold_fd, &b, 60000);
+	if (r->reserved_other == 0 && h_wait_cqe(q6, &cqe, 500) == 1 && cqe.status == SL_OK)
+		r->got_root_msg = 1;
+	(void)h_write_byte(ready_fd, 1);
+	_exit(0);
+}
+
+/*
+ * Issue 14 section 3, fourth input: another user bound port 6001 before
+ * its owner (root) and received the messages root sent there.  With
+ * [ports] 6000-6999 = uid:0 its bind fails -EACCES (logged with the
+ * range), root binds 6001 and gets its own message; a range reserved for
+ * a group takes its members (here through a supplementary group), ports
+ * outside every range are free for all, and ephemeral ports skip
+ * reserved ranges.
+ */
+START_TEST(reserved_ports)
+{
+	struct ports_result *r = shared_alloc(sizeof(*r));
+	struct sl_queue *root_q;
+	struct sl_ctx *root_ctx;
+	struct bystander by;
+	struct h_daemon d;
+	struct sl_cqe cqe;
+	char conf[512];
+	int ready[2], hold[2], st;
+	uint8_t b, *buf;
+	pid_t pid;
+
+	snprintf(conf, sizeof(conf),
+		 "[daemon]\nclient_group = users\n"
+		 "[ports]\n6000-6999 = uid:0\n7000-7999 = group:users\n"
+		 "49152-49407 = user:root\n");
+	h_daemon_start_conf(&d, "ports", 0, NULL, 0, conf);
+	H_EQ(chmod(d.dir, 0711), 0);
+	bystander_open(&by, &d, 5000);
+	H_EQ(pipe(ready), 0);
+	H_EQ(pipe(hold), 0);
+	pid = h_fork();
+	if (pid == 0)
+		ports_user(&d, group_users(), r, ready[1], hold[0]);
+	H_ASSERT(h_read_byte(ready[0], &b, 30000) == 1, "the other user never got ready");
+	fprintf(stderr, "reserved_ports: other uid: 6001 %s, 7001 %s, 5100 %s, port 0 %s (%u)\n",
+		strerror(-r->reserved_other), strerror(-r->reserved_group),
+		strerror(-r->free_port), strerror(-r->ephemeral), r->ephemeral_port);
+
+	/* Root binds its port and sends itself a message there. */
+	H_EQ(sl_open(d.sock, &root_ctx), 0);
+	H_EQ(sl_queue_open(root_ctx, PORT_ROOTS, 8, &root_q), 0);
+	buf = sl_alloc(root_q, 64);
+	H_ASSERT(buf, "sl_alloc");
+	H_EQ(sl_recv(root_q, SL_ANY_SOURCE, 9, ~0ull, buf, 64, 1), 0);
+	memcpy(by.sbuf, "for root only", 14);
+	H_EQ(sl_send(by.tx, (sl_addr_t){ SL_NODE_LOCAL, PORT_ROOTS }, 9, by.sbuf, 14, 77), 0);
+	H_EQ(h_wait_cqe(by.tx, &cqe, 5000), 1);
+	H_EQ(cqe.status, SL_OK);
+	H_EQ(h_wait_cqe(root_q, &cqe, 5000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.len == 14 && !memcmp(buf, "for root only", 14),
+		 "root's message: %s, %llu bytes", sl_strerror(cqe.status),
+		 (unsigned long long)cqe.len);
+	H_EQ(h_write_byte(hold[1], 1), 0);
+	H_ASSERT(h_read_byte(ready[0], &b, 30000) == 1, "the other user never finished");
+	H_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		 "the other user: status %#x", st);
+
+	H_EQ(r->reserved_other, -EACCES);
+	H_EQ(r->got_root_msg, 0);
+	H_EQ(r->reserved_group, 0);
+	H_EQ(r->free_port, 0);
+	H_EQ(r->ephemeral, 0);
+	H_ASSERT(r->ephemeral_port > 49407, "ephemeral port %u is reserved for root",
+		 r->ephemeral_port);
+	H_EQ(log_count(&d, "uid 4242: bind port 6001 refused: [ports] 6000-6999 = uid:0"), 1);
+	bystander_exchange(&by, "after");
+	sl_close(root_ctx);
+	sl_close(by.ctx);
+	close(ready[0]);
+	close(ready[1]);
+	close(hold[0]);
+	close(hold[1]);
+	h_daemon_stop(&d);
+	shared_free(r, sizeof(*r));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("limits");
@@ -723,5 +850,6 @@ int main(void)
 	tcase_add_test(tc, admin_abuse_operator_answered);
 	tc = h_tcase(s, "uids", 120);
 	tcase_add_test(tc, uid_quotas_leave_room_for_others);
+	tcase_add_test(tc, reserved_ports);
 	return h_run_suite(s);
 }
