@@ -25,8 +25,9 @@
 #include "log.h"
 #include "queue.h"
 
-void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
-		     uint64_t len, uint64_t user_ctx, int status)
+/* A completion naming the sender's uid (sluice.h, struct sl_cqe). */
+static void complete_from(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
+			  uint64_t len, uint64_t user_ctx, int status, uint32_t sender_uid)
 {
 	struct sl_cqe cqe = {
 		.user_ctx = user_ctx,
@@ -35,9 +36,16 @@ void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t t
 		.peer = peer,
 		.status = status,
 		.opcode = opcode,
+		.sender_uid = sender_uid,
 	};
 
 	queue_complete(q, &cqe);
+}
+
+void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
+		     uint64_t len, uint64_t user_ctx, int status)
+{
+	complete_from(q, opcode, peer, tag, len, user_ctx, status, SL_UID_UNKNOWN);
 }
 
 /* Where an unexpected rendezvous message's data waits. */
@@ -94,15 +102,15 @@ static void note_match(struct queue *q, sl_addr_t src, uint64_t tag, const struc
 
 /* Copy a matched message into a posted receive and complete it. */
 static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t src,
-			  uint64_t tag, const void *data, uint64_t len)
+			  uint32_t sender_uid, uint64_t tag, const void *data, uint64_t len)
 {
 	uint64_t n = len <= r->capacity ? len : r->capacity;
 
 	/* memmove: a queue may send to itself from an overlapping buffer. */
 	if (n)
 		memmove(q->arena + r->addr, data, n);
-	engine_complete(q, SL_OP_RECV, src, tag, len, r->user_ctx,
-			len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
+	complete_from(q, SL_OP_RECV, src, tag, len, r->user_ctx,
+		      len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED, sender_uid);
 }
 
 /*
@@ -128,8 +136,8 @@ _Static_assert(sizeof(struct match_msg) + sizeof(struct rndv_src) <= UNEXPECTED_
  * held is at most eager_max.
  */
 static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_addr_t src,
-					uint64_t tag, uint64_t len, uint64_t held, bool rndv,
-					int *status)
+					uint32_t sender_uid, uint64_t tag, uint64_t len,
+					uint64_t held, bool rndv, int *status)
 {
 	size_t extra = rndv ? sizeof(struct rndv_src) : 0;
 	uint64_t charge = rndv ? UNEXPECTED_RNDV_CHARGE : held + UNEXPECTED_OVERHEAD;
@@ -155,14 +163,17 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 	m->src = src;
 	m->tag = tag;
 	m->len = len;
-	m->charge = charge;
+	m->charge = (uint32_t)charge;	/* held <= eager_max (1 MiB at most) */
+	m->sender_uid = sender_uid;
 	m->data = rndv ? NULL : (uint8_t *)(m + 1);
 	m->rndv = rndv ? (void *)(m + 1) : NULL;
 	return m;
 }
 
-int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
-		   uint64_t tag, const void *data, uint64_t len)
+/* engine_deliver() from a sender whose uid is @sender_uid (local) or
+ * SL_UID_UNKNOWN (remote). */
+static int deliver_from(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
+			uint32_t dst_port, uint64_t tag, const void *data, uint64_t len)
 {
 	struct queue *dq = dst_port < SLD_PORTS ? d->ports[dst_port] : NULL;
 	struct match_recv *r;
@@ -174,11 +185,11 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 	r = match_arrival(&dq->mq, src, tag);
 	if (r) {
 		note_match(dq, src, tag, r);
-		complete_recv(dq, r, src, tag, data, len);
+		complete_recv(dq, r, src, sender_uid, tag, data, len);
 		free(r);
 		return SL_OK;
 	}
-	m = unexpected_new(d, dq, src, tag, len, len, false, &status);
+	m = unexpected_new(d, dq, src, sender_uid, tag, len, len, false, &status);
 	if (!m)
 		return status;
 	if (len)
@@ -186,6 +197,12 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 	match_add_unexpected(&dq->mq, m);
 	d->ctr.unexpected++;
 	return SL_OK;
+}
+
+int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
+		   uint64_t tag, const void *data, uint64_t len)
+{
+	return deliver_from(d, src, SL_UID_UNKNOWN, dst_port, tag, data, len);
 }
 
 int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
@@ -207,7 +224,7 @@ int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint6
 			engine_repost(dq, r);	/* the sender was told */
 		return SL_OK;
 	}
-	m = unexpected_new(d, dq, src, tag, msg_len, 0, true, &status);
+	m = unexpected_new(d, dq, src, SL_UID_UNKNOWN, tag, msg_len, 0, true, &status);
 	if (!m)
 		return status;
 	rs = m->rndv;
@@ -222,7 +239,7 @@ static void local_rndv_copy(struct queue *rq, const struct match_recv *r, struct
 			    uint64_t src_addr, sl_addr_t src, sl_addr_t dst, uint64_t tag,
 			    uint64_t len, uint64_t send_ctx)
 {
-	complete_recv(rq, r, src, tag, sq->arena + src_addr, len);
+	complete_recv(rq, r, src, sq->uid, tag, sq->arena + src_addr, len);
 	engine_complete(sq, SL_OP_SEND, dst, tag, len, send_ctx, SL_OK);
 	rq->d->ctr.local_msgs++;
 }
@@ -240,7 +257,7 @@ static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m
 
 	note_match(q, m->src, m->tag, r);
 	if (!rs) {
-		complete_recv(q, r, m->src, m->tag, m->data, m->len);
+		complete_recv(q, r, m->src, m->sender_uid, m->tag, m->data, m->len);
 		free(r);
 	} else if (rs->q) {
 		local_rndv_copy(q, r, rs->q, rs->addr, m->src,
@@ -458,7 +475,7 @@ static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t 
 		free(r);
 		return -EINPROGRESS;	/* completed */
 	}
-	m = unexpected_new(d, dq, src, sqe->tag, sqe->len, 0, true, &status);
+	m = unexpected_new(d, dq, src, q->uid, sqe->tag, sqe->len, 0, true, &status);
 	if (!m)
 		return status;
 	rs = m->rndv;
@@ -489,8 +506,8 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	}
 	if (dst.node == SL_NODE_LOCAL || dst.node == self) {
 		dst.node = self;
-		status = engine_deliver(d, (sl_addr_t){ self, q->port }, dst.port,
-					sqe->tag, q->arena + sqe->addr, sqe->len);
+		status = deliver_from(d, (sl_addr_t){ self, q->port }, q->uid, dst.port,
+				      sqe->tag, q->arena + sqe->addr, sqe->len);
 		if (status == SL_OK)
 			d->ctr.local_msgs++;
 		else if (status == SL_ERR_NO_ENDPOINT)

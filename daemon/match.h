@@ -38,8 +38,10 @@ struct match_msg {
 	sl_addr_t src;		/* always a real address */
 	uint64_t tag;
 	uint64_t len;		/* bytes of the message */
-	uint64_t charge;	/* bytes counted against the endpoint's
-				 * unexpected_max_bytes (set by the engine) */
+	uint32_t charge;	/* bytes counted against the endpoint's
+				 * unexpected_max_bytes (set by the engine;
+				 * at most eager_max + its overhead) */
+	uint32_t sender_uid;	/* a local sender's uid, else SL_UID_UNKNOWN */
 	uint8_t *data;		/* owned by the caller (the engine); NULL
 				 * for rendezvous */
 	void *rndv;		/* owned by the caller: where a rendezvous

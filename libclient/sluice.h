@@ -135,7 +135,15 @@ enum sl_opcode {
  *            destination (SL_NODE_LOCAL resolved to the real node id).
  * @status:   enum sl_status.
  * @opcode:   enum sl_opcode.
+ * @sender_uid: for a receive that got a message (SL_OK, SL_ERR_TRUNCATED)
+ *            from a queue of this node, the uid of the process that
+ *            opened the sending queue, as the daemon learnt it from the
+ *            kernel (SO_PEERCRED): a server may authorize a request by
+ *            it.  SL_UID_UNKNOWN for a message from another node (the
+ *            wire does not carry it yet), for a send, and for every other
+ *            status.  peer.node says which node sent it.
  */
+#define SL_UID_UNKNOWN 0xffffffffu
 struct sl_cqe {
 	uint64_t user_ctx;
 	uint64_t len;
@@ -145,7 +153,9 @@ struct sl_cqe {
 	uint8_t opcode;
 	uint8_t flags;     /* reserved, 0 */
 	uint16_t rsvd0;
-	uint64_t rsvd[3];
+	uint32_t sender_uid;
+	uint32_t rsvd1;
+	uint64_t rsvd[2];
 };
 
 /*

@@ -145,6 +145,7 @@ _Static_assert(offsetof(struct sl_cqe, tag) == 16, "cqe tag");
 _Static_assert(offsetof(struct sl_cqe, peer) == 24, "cqe peer");
 _Static_assert(offsetof(struct sl_cqe, status) == 32, "cqe status");
 _Static_assert(offsetof(struct sl_cqe, opcode) == 36, "cqe opcode");
+_Static_assert(offsetof(struct sl_cqe, sender_uid) == 40, "cqe sender_uid");
 
 /* Queue depth limits (SQ entries); the CQ has SL_CQ_PER_SQ times more. */
 #define SL_QUEUE_DEPTH_MAX 4096u

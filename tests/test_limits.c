@@ -839,6 +839,132 @@ START_TEST(reserved_ports)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The sender's identity                                                */
+/* ------------------------------------------------------------------ */
+
+#define UID_PORT 6100u
+#define RNDV_LEN (128u << 10)	/* above eager_max (64 KiB): one copy at the match */
+
+/* As uid OTHER_UID: an eager and a rendezvous message to @port, then one
+ * that waits unexpected until @go_fd says; every send must complete
+ * SL_OK with no uid (sends carry none).  Exits 0 or a CL_E_* code. */
+static void __attribute__((noreturn)) uid_sender(const struct h_daemon *d, gid_t gid,
+						 int go_fd)
+{
+	sl_addr_t to = { SL_NODE_LOCAL, UID_PORT };
+	struct sl_queue *q;
+	struct sl_ctx *ctx;
+	struct sl_cqe cqe;
+	uint8_t *buf, b;
+	int i;
+
+	become_other(gid);
+	if (sl_open(d->sock, &ctx) || sl_queue_open(ctx, 0, 8, &q) ||
+	    !(buf = sl_alloc(q, RNDV_LEN)))
+		_exit(CL_E_SETUP);
+	memset(buf, 0x42, RNDV_LEN);
+	if (sl_send(q, to, 1, buf, 100, 1) || sl_send(q, to, 2, buf, RNDV_LEN, 2) ||
+	    sl_send(q, to, 3, buf, 100, 3))
+		_exit(CL_E_POST);
+	for (i = 0; i < 3; i++) {
+		if (h_wait_cqe(q, &cqe, i == 1 ? 20000 : 10000) != 1)
+			_exit(CL_E_TIMEOUT);
+		if (cqe.status != SL_OK)
+			_exit(CL_E_STATUS);
+		if (cqe.sender_uid != SL_UID_UNKNOWN)
+			_exit(CL_E_META);
+	}
+	(void)h_read_byte(go_fd, &b, 30000);
+	sl_close(ctx);
+	_exit(0);
+}
+
+/* One receive on @q of tag @tag; its completion. */
+static struct sl_cqe recv_one(struct sl_queue *q, void *buf, uint64_t cap, uint64_t tag)
+{
+	struct sl_cqe cqe;
+
+	H_EQ(sl_recv(q, SL_ANY_SOURCE, tag, ~0ull, buf, cap, tag), 0);
+	H_EQ(h_wait_cqe(q, &cqe, 20000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.tag == tag, "tag %llu: %s",
+		 (unsigned long long)tag, sl_strerror(cqe.status));
+	return cqe;
+}
+
+/*
+ * Issue 14 section 3: completions carried no sender identity.  A receive
+ * completion names the sending queue's uid when the sender is on this
+ * node (eager, rendezvous, and a message that waited unexpected), so that
+ * a server can authorize requests; SL_UID_UNKNOWN for a send's own
+ * completion and for a message from another node (the wire carries no
+ * uid).  Before, the field was reserved and read 0, root, for everyone.
+ */
+START_TEST(sender_uid_in_completion)
+{
+	const char *names[] = { "ua", "ub" };
+	struct h_daemon ds[2];
+	struct sl_queue *rq, *bq;
+	struct sl_ctx *ctx, *bctx;
+	struct sl_cqe cqe;
+	uint8_t *buf, *bbuf;
+	int go[2], st;
+	pid_t pid;
+
+	h_cluster_start_conf(ds, names, 2, "[daemon]\nclient_group = users\n");
+	H_EQ(chmod(ds[0].dir, 0711), 0);
+	H_EQ(sl_open(ds[0].sock, &ctx), 0);
+	H_EQ(sl_queue_open(ctx, UID_PORT, 8, &rq), 0);
+	buf = sl_alloc(rq, RNDV_LEN);
+	H_ASSERT(buf, "sl_alloc");
+	/* Tag 1 finds its receive posted; 2 and 3 likely arrive first. */
+	H_EQ(sl_recv(rq, SL_ANY_SOURCE, 1, ~0ull, buf, RNDV_LEN, 1), 0);
+	H_EQ(pipe(go), 0);
+	pid = h_fork();
+	if (pid == 0)
+		uid_sender(&ds[0], group_users(), go[0]);
+
+	H_EQ(h_wait_cqe(rq, &cqe, 20000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.tag == 1, "tag 1: %s", sl_strerror(cqe.status));
+	H_EQ(cqe.sender_uid, OTHER_UID);
+	cqe = recv_one(rq, buf, RNDV_LEN, 2);
+	H_EQ(cqe.len, RNDV_LEN);
+	H_EQ(cqe.sender_uid, OTHER_UID);
+	h_sleep_ms(100);	/* tag 3 waits unexpected */
+	cqe = recv_one(rq, buf, RNDV_LEN, 3);
+	H_EQ(cqe.sender_uid, OTHER_UID);
+	H_EQ(h_write_byte(go[1], 1), 0);
+	H_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		 "the sender: status %#x (%s)", st,
+		 WIFEXITED(st) ? cl_exit_name(WEXITSTATUS(st)) : "signal");
+
+	/* Root's own message: uid 0.  Another node's: unknown. */
+	H_EQ(sl_open(ds[0].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, 0, 8, &bq), 0);
+	bbuf = sl_alloc(bq, 100);
+	H_ASSERT(bbuf, "sl_alloc");
+	H_EQ(sl_send(bq, (sl_addr_t){ SL_NODE_LOCAL, UID_PORT }, 4, bbuf, 100, 4), 0);
+	cqe = recv_one(rq, buf, RNDV_LEN, 4);
+	H_EQ(cqe.sender_uid, 0);
+	H_EQ(h_wait_cqe(bq, &cqe, 5000), 1);
+	H_EQ(cqe.sender_uid, SL_UID_UNKNOWN);
+	sl_close(bctx);
+	H_EQ(sl_open(ds[1].sock, &bctx), 0);
+	H_EQ(sl_queue_open(bctx, 0, 8, &bq), 0);
+	bbuf = sl_alloc(bq, 100);
+	H_ASSERT(bbuf, "sl_alloc");
+	H_EQ(sl_send(bq, (sl_addr_t){ ds[0].node, UID_PORT }, 5, bbuf, 100, 5), 0);
+	cqe = recv_one(rq, buf, RNDV_LEN, 5);
+	H_EQ(cqe.peer.node, ds[1].node);
+	H_EQ(cqe.sender_uid, SL_UID_UNKNOWN);
+	sl_close(bctx);
+	sl_close(ctx);
+	close(go[0]);
+	close(go[1]);
+	h_cluster_stop(ds, 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("limits");
@@ -851,5 +977,6 @@ int main(void)
 	tc = h_tcase(s, "uids", 120);
 	tcase_add_test(tc, uid_quotas_leave_room_for_others);
 	tcase_add_test(tc, reserved_ports);
+	tcase_add_test(tc, sender_uid_in_completion);
 	return h_run_suite(s);
 }
