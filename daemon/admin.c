@@ -812,18 +812,10 @@ static void admin_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct admin_conn *c;
-		int fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = fd_accept(a->fd, "admin socket", refuse_no_fds, a, &d->ctr.fd_refused);
 
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-			int rc = fd_spare_refuse(a->fd, "admin socket", refuse_no_fds, a,
-						 &d->ctr.fd_refused);
-
-			if (rc > 0)
-				continue;
-			if (rc == 0)
-				return;
-			errno = -rc;
-		}
+		if (fd == FD_REFUSED)
+			continue;
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
 			    !accept_pause_on_error(&a->pause, errno, "admin socket"))

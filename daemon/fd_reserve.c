@@ -113,8 +113,10 @@ static void log_refusal(const char *what)
 		 FD_REFUSE_LOG_S);
 }
 
-int fd_spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void *arg),
-		    void *arg, uint64_t *refused)
+/* Refuse one connection with the spare: 1, 0 when none was pending, or
+ * -errno (-EMFILE: no spare). */
+static int spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void *arg),
+			void *arg, uint64_t *refused)
 {
 	int fd, err = 0;
 
@@ -138,4 +140,18 @@ int fd_spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void
 		return 1;
 	return err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED
 		       ? 0 : -err;
+}
+
+int fd_accept(int listen_fd, const char *what, void (*refuse)(int fd, void *arg), void *arg,
+	      uint64_t *refused)
+{
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), rc;
+
+	if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
+		return fd;
+	rc = spare_refuse(listen_fd, what, refuse, arg, refused);
+	if (rc > 0)
+		return FD_REFUSED;
+	errno = rc == 0 ? EAGAIN : -rc;
+	return -1;
 }

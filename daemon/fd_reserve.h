@@ -42,18 +42,21 @@ int fd_spare_open(void);
 void fd_spare_close(void);
 
 /*
- * fd_spare_refuse - accept() on @listen_fd failed with EMFILE or ENFILE:
- * accept one pending connection in the spare's place, pass it to
- * @refuse (which writes the reason; the connection is closed after), and
- * take the spare back.  @what names the socket for the log, which says
- * once per episode (and then at most every FD_REFUSE_LOG_S) how many
- * were refused and the limit.  Returns 1 when a connection was refused,
- * 0 when none was pending, -EMFILE when there is no spare (then the
- * caller pauses accepting, accept_pause.h), or another -errno from
- * accept4.  Each refusal counts in *@refused.
+ * fd_accept - accept4(@listen_fd, SOCK_NONBLOCK | SOCK_CLOEXEC); at the
+ * descriptor limit (EMFILE, ENFILE), accept one pending connection in the
+ * spare's place instead, pass it to @refuse (which writes the reason; the
+ * connection is closed after), and take the spare back.  @what names the
+ * socket for the log, which says once per episode (and then at most every
+ * FD_REFUSE_LOG_S) how many were refused and the limit; each refusal
+ * counts in *@refused.
+ * Returns the new descriptor; FD_REFUSED when a connection was refused
+ * (accept again); or -1 with errno: EAGAIN (none pending), EMFILE when
+ * there is no spare either (the caller pauses accepting, accept_pause.h),
+ * or accept4's.
  */
 #define FD_REFUSE_LOG_S 10.0
-int fd_spare_refuse(int listen_fd, const char *what, void (*refuse)(int fd, void *arg),
-		    void *arg, uint64_t *refused);
+#define FD_REFUSED (-2)
+int fd_accept(int listen_fd, const char *what, void (*refuse)(int fd, void *arg), void *arg,
+	      uint64_t *refused);
 
 #endif

@@ -266,18 +266,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct session *s;
-		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = fd_accept(d->ctl_fd, "control socket", refuse_no_fds, d,
+				   &d->ctr.fd_refused);
 
-		if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-			int rc = fd_spare_refuse(d->ctl_fd, "control socket", refuse_no_fds, d,
-						 &d->ctr.fd_refused);
-
-			if (rc > 0)
-				continue;
-			if (rc == 0)
-				return;
-			errno = -rc;
-		}
+		if (fd == FD_REFUSED)
+			continue;
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
 			    !accept_pause_on_error(&d->ctl_pause, errno, "control socket"))

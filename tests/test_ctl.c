@@ -57,12 +57,7 @@
 
 static const char *ctl_bin(void)
 {
-	static char path[512];
-	const char *top = getenv("top_builddir");
-
-	snprintf(path, sizeof(path), "%s/tools/sluicectl", top && *top ? top : ".");
-	H_ASSERT(access(path, X_OK) == 0, "%s: %s (set top_builddir)", path, strerror(errno));
-	return path;
+	return tu_sluicectl();
 }
 
 static void admin_path(const struct h_daemon *d, char *buf, size_t cap)

@@ -28,16 +28,6 @@
 
 #define RUN_TIMEOUT_MS 15000
 
-static const char *ctl_bin(void)
-{
-	static char path[512];
-	const char *top = getenv("top_builddir");
-
-	snprintf(path, sizeof(path), "%s/tools/sluicectl", top && *top ? top : ".");
-	H_ASSERT(access(path, X_OK) == 0, "%s: %s (set top_builddir)", path, strerror(errno));
-	return path;
-}
-
 /* Lines of the daemon's log that contain @needle. */
 static unsigned log_count(const struct h_daemon *d, const char *needle)
 {
@@ -214,7 +204,7 @@ START_TEST(fd_exhaustion_refuses_at_once)
 	struct storm_result *res = shared_alloc(STORM * sizeof(*res));
 	int64_t lat[STORM], t0, t_refuse;
 	unsigned n_held = 0, answered, i, enfile = 0;
-	const char *argv[] = { ctl_bin(), "-s", NULL, "status", NULL };
+	const char *argv[] = { tu_sluicectl(), "-s", NULL, "status", NULL };
 	char admin[H_PATH_MAX + 32], out[4096];
 	struct bystander by;
 	struct h_daemon d;
@@ -464,7 +454,7 @@ static pid_t spawn_watcher(const char *admin, int out_fd)
 	if (pid == 0) {
 		if (dup2(out_fd, STDOUT_FILENO) < 0)
 			_exit(127);
-		execl(ctl_bin(), "sluicectl", "-s", admin, "--json", "-w", "0.05", "queues",
+		execl(tu_sluicectl(), "sluicectl", "-s", admin, "--json", "-w", "0.05", "queues",
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -505,7 +495,7 @@ START_TEST(admin_abuse_operator_answered)
 	h_sleep_ms(1500);	/* the pipe is full, every slot taken */
 
 	for (i = 0; i < OPERATOR_CALLS; i++) {
-		const char *argv[] = { ctl_bin(), "-s", admin, cmds[i % 4], NULL };
+		const char *argv[] = { tu_sluicectl(), "-s", admin, cmds[i % 4], NULL };
 		int64_t ms;
 		int rc;
 

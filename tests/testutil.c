@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -337,4 +338,14 @@ void expect_no_cqe(struct sl_queue *q, int ms)
 
 	H_ASSERT(rc == 0, "unexpected completion: rc %d ctx %#llx status %s", rc,
 		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+}
+
+const char *tu_sluicectl(void)
+{
+	static char path[512];
+	const char *top = getenv("top_builddir");
+
+	snprintf(path, sizeof(path), "%s/tools/sluicectl", top && *top ? top : ".");
+	H_ASSERT(access(path, X_OK) == 0, "%s: %s (set top_builddir)", path, strerror(errno));
+	return path;
 }

@@ -99,6 +99,9 @@ void cl_close(struct cl *c);
 /* close(@fd); CL_E_SYNC if that fails. */
 void cl_close_fd(int fd);
 
+/* $top_builddir/tools/sluicectl (fatal if it is not there). */
+const char *tu_sluicectl(void);
+
 /* No completion may arrive on @c's queue within @ms: CL_E_CTX if one does
  * (or the wait fails). */
 void cl_expect_quiet(struct cl *c, int ms);
