@@ -106,6 +106,9 @@
  *               transport breaks the connection on which it receives
  *               every Nth frame (counting across all connections)
  *   [peers]     NAME = HOST:PORT, one line per other node
+ *   [ports]     LO-HI or PORT = user:NAME, group:NAME, uid:N or gid:N:
+ *               ranges only that user or group (and root) may bind
+ *               (ports.h)
  * BYTES accept a K, M or G suffix (powers of 1024).
  */
 #ifndef SLD_CONFIG_H
@@ -248,7 +251,7 @@ const char *config_where(const struct config *c, const char *section, const char
  * the parser's own table, defaults included; a key at a value the file
  * cannot spell (listen not set, reg_fail_after off) as a comment, which
  * is what its absence means; byte counts with the largest exact K/M/G
- * suffix; then [peers].  Returns 0 or -EIO (a write failed).
+ * suffix; then [peers], then [ports].  Returns 0 or -EIO (a write failed).
  */
 int config_print(FILE *out, const struct config *c);
 

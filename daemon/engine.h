@@ -25,8 +25,10 @@ int engine_validate(const struct queue *q, const struct sl_sqe *sqe);
 void engine_submit(struct queue *q, const struct sl_sqe *sqe);
 
 /*
- * engine_deliver - a message for local port @dst_port arrived (from a
- * local queue or a link).  The payload is copied before return.
+ * engine_deliver - a message for local port @dst_port arrived from a
+ * link (its receive completion names no sender uid: SL_UID_UNKNOWN; local
+ * sends go through the engine's own path, which names it).  The payload
+ * is copied before return.
  * Returns SL_OK (delivered or queued unexpected), SL_ERR_NO_ENDPOINT,
  * SL_NAK_RECEIVER_FULL when queueing it unexpected would pass the
  * endpoint's [limits] unexpected_max_bytes, or SL_NAK_BUSY when the daemon

@@ -1330,6 +1330,27 @@ END_TEST
  * come from the parser's own "unknown key" message, so a key added to the
  * parser and forgotten by --print-config fails here.
  */
+/* [ports] prints as it reads, and reads back the same ranges. */
+START_TEST(print_ports_round_trip)
+{
+	struct config c, back;
+	char err[ERRLEN], *text;
+
+	ck_assert_int_eq(load_text("[ports]\n5000-5999 = gid:100\n6000 = uid:0\n", &c, err,
+				   sizeof(err)), 0);
+	ck_assert_uint_eq(c.ports.n, 2);
+	text = print_and_load(&c, &back);
+	ck_assert_msg(strstr(text, "\n[ports]\n5000-5999 = gid:100\n6000-6000 = uid:0\n"),
+		      "%s", text);
+	ck_assert_uint_eq(back.ports.n, 2);
+	ck_assert(back.ports.r[0].lo == 5000 && back.ports.r[0].hi == 5999 &&
+		  back.ports.r[0].is_group && back.ports.r[0].id == 100);
+	ck_assert(back.ports.r[1].lo == 6000 && back.ports.r[1].hi == 6000 &&
+		  !back.ports.r[1].is_group && back.ports.r[1].id == 0);
+	free(text);
+}
+END_TEST
+
 START_TEST(print_lists_every_key)
 {
 	static const char *const sections[] = { "daemon", "transport", "limits", "rcache",
@@ -1499,6 +1520,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, print_defaults_round_trip);
 	tcase_add_test(tc, print_full_round_trip);
 	tcase_add_test(tc, print_lists_every_key);
+	tcase_add_test(tc, print_ports_round_trip);
 	tcase_add_test(tc, reload_merge);
 	suite_add_tcase(s, tc);
 
