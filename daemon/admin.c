@@ -40,8 +40,8 @@
 #include "link.h"
 #include "log.h"
 #include "peer_groups.h"
-#include "rate_log.h"
 #include "queue.h"
+#include "rate_log.h"
 #include "session.h"
 #include "sl_barrier.h"
 #include "sluice.h"
@@ -521,6 +521,7 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void conn_reply(struct admin_conn *c, struct json_object *o)
 {
 	struct daemon *d = c->a->d;
+	ev_tstamp left;
 	int rc;
 
 	if (conn_set_reply(c, o) < 0) {
@@ -536,11 +537,9 @@ static void conn_reply(struct admin_conn *c, struct json_object *o)
 	}
 	ev_io_stop(d->loop, &c->w);
 	/* The request is in: the reply may take until ADMIN_TIMEOUT_S. */
+	left = ADMIN_TIMEOUT_S - (ev_now(d->loop) - c->accepted);
 	ev_timer_stop(d->loop, &c->timeout_w);
-	ev_timer_set(&c->timeout_w,
-		     ADMIN_TIMEOUT_S - (ev_now(d->loop) - c->accepted) > 0.001
-			     ? ADMIN_TIMEOUT_S - (ev_now(d->loop) - c->accepted) : 0.001,
-		     0.0);
+	ev_timer_set(&c->timeout_w, left > 0.001 ? left : 0.001, 0.0);
 	ev_timer_start(d->loop, &c->timeout_w);
 	rc = conn_flush(c);
 	if (rc != 0) {

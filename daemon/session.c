@@ -243,7 +243,6 @@ static void refuse_no_fds(int fd, void *arg)
 		.hdr = { .version = SL_CTL_VERSION, .op = SL_CTL_HELLO, .seq = 0 },
 		.error = ENFILE,
 	};
-
 	struct sl_ctl_req req;
 
 	(void)arg;
