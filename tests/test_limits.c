@@ -313,6 +313,36 @@ START_TEST(fd_exhaustion_refuses_at_once)
 }
 END_TEST
 
+/*
+ * A daemon that does not answer (stopped here with SIGSTOP) no longer
+ * hangs sl_open(): it returns -ETIMEDOUT after $SLUICE_OPEN_TIMEOUT_MS.
+ * Before, it waited in recvmsg for as long as the daemon was stopped.
+ */
+START_TEST(sl_open_times_out)
+{
+	struct sl_ctx *ctx = NULL;
+	struct h_daemon d;
+	int64_t t0, took;
+	int rc;
+
+	h_daemon_start(&d, "stopped", 0, NULL, 0);
+	H_EQ(setenv("SLUICE_OPEN_TIMEOUT_MS", "300", 1), 0);
+	H_EQ(kill(d.pid, SIGSTOP), 0);
+	t0 = h_now_ms();
+	rc = sl_open(d.sock, &ctx);
+	took = h_now_ms() - t0;
+	H_EQ(kill(d.pid, SIGCONT), 0);
+	H_EQ(unsetenv("SLUICE_OPEN_TIMEOUT_MS"), 0);
+	fprintf(stderr, "sl_open_times_out: %s after %lld ms\n", strerror(-rc), (long long)took);
+	H_EQ(rc, -ETIMEDOUT);
+	H_ASSERT(took >= 290 && took < 3000, "returned after %lld ms", (long long)took);
+	/* The daemon, running again, serves the next one. */
+	H_EQ(sl_open(d.sock, &ctx), 0);
+	sl_close(ctx);
+	h_daemon_stop(&d);
+}
+END_TEST
+
 /* The limit the daemon runs with (/proc/PID/limits, soft). */
 static long proc_fd_limit(pid_t pid)
 {
@@ -967,6 +997,7 @@ int main(void)
 
 	tcase_add_test(tc, fd_exhaustion_refuses_at_once);
 	tcase_add_test(tc, fd_limit_raised_and_logged);
+	tcase_add_test(tc, sl_open_times_out);
 	tc = h_tcase(s, "admin", 120);
 	tcase_add_test(tc, admin_abuse_operator_answered);
 	tc = h_tcase(s, "uids", 120);
