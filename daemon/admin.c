@@ -9,6 +9,9 @@
  *            clients, queues, links, links_up, log_level, loop: {every
  *            loop.* statistic: iteration_max_ms, stalls, stall_max_ms}
  *   clients  {"clients": [{pid, uid, gid, queues: [ids], in_flight}]}
+ *   uids     {"uids": [{uid, contexts, queues, arena_bytes, in_flight}],
+ *            "limits": {contexts, queues, arena_bytes, in_flight}}: what
+ *            each uid with a client holds, and the bounds (uid_quota.h)
  *   queues   {"queues": [{id, port, pid, uid, sq_used, sq_depth, cq_used,
  *            cq_depth, in_flight, posted_recvs, unexpected,
  *            unexpected_bytes, sqes, cqes}]}
@@ -379,12 +382,42 @@ static bool cmd_counters(struct daemon *d, struct json_object *o)
 	return ok && dv.ok && xv.ok;
 }
 
+static bool cmd_uids(struct daemon *d, struct json_object *o)
+{
+	struct json_object *arr = json_object_new_array(), *lim = json_object_new_object();
+	struct uid_usage *u;
+	bool ok = true;
+
+	jset(o, "uids", arr, &ok);
+	jset(o, "limits", lim, &ok);
+	if (!ok)
+		return false;
+	jset_u64(lim, "contexts", uid_limit_contexts(&d->cfg), &ok);
+	jset_u64(lim, "queues", uid_limit_queues(&d->cfg), &ok);
+	jset_u64(lim, "arena_bytes", uid_limit_arena(&d->cfg), &ok);
+	jset_u64(lim, "in_flight", uid_limit_inflight(&d->cfg), &ok);
+	LIST_FOREACH(u, &d->uids, link) {
+		struct json_object *e = json_object_new_object();
+
+		jappend(arr, e, &ok);
+		if (!ok)
+			return false;
+		jset_u64(e, "uid", u->uid, &ok);
+		jset_u64(e, "contexts", u->contexts, &ok);
+		jset_u64(e, "queues", u->queues, &ok);
+		jset_u64(e, "arena_bytes", u->arena_bytes, &ok);
+		jset_u64(e, "in_flight", u->in_flight, &ok);
+	}
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct daemon *d, struct json_object *o);
 } commands[] = {
 	{ "status", cmd_status },
 	{ "clients", cmd_clients },
+	{ "uids", cmd_uids },
 	{ "queues", cmd_queues },
 	{ "links", cmd_links },
 	{ "rcache", cmd_rcache },

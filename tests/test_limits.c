@@ -657,6 +657,34 @@ static gid_t group_users(void)
 	return g->gr_gid;
 }
 
+/* What `sluicectl --json uids` shows while the other user holds its
+ * share: its usage, and the limits in force (whitespace ignored). */
+static void uids_shown(const struct h_daemon *d)
+{
+	char admin[H_PATH_MAX + 32], out[4096], want[256];
+	const char *argv[] = { tu_sluicectl(), "-s", admin, "--json", "uids", NULL };
+	unsigned long long arena = (unsigned long long)(QUOTA_QUEUES / 2) << 20;
+	size_t i, n = 0;
+	int rc;
+
+	admin_sock(d, admin, sizeof(admin));
+	rc = h_run(argv, out, sizeof(out), RUN_TIMEOUT_MS);
+	H_ASSERT(rc == 0, "sluicectl uids: %d: %s", rc, out);
+	for (i = 0; out[i]; i++)
+		if (out[i] != ' ' && out[i] != '\n')
+			out[n++] = out[i];
+	out[n] = '\0';
+	snprintf(want, sizeof(want),
+		 "{\"uid\":%d,\"contexts\":%d,\"queues\":%d,\"arena_bytes\":%llu,"
+		 "\"in_flight\":%d}", OTHER_UID, QUOTA_CONTEXTS, QUOTA_QUEUES / 2, arena,
+		 QUOTA_INFLIGHT);
+	H_ASSERT(strstr(out, want), "want %s in %s", want, out);
+	snprintf(want, sizeof(want),
+		 "\"limits\":{\"contexts\":%d,\"queues\":%d,\"arena_bytes\":%llu,"
+		 "\"in_flight\":%d}", QUOTA_CONTEXTS, QUOTA_QUEUES / 2, arena, QUOTA_INFLIGHT);
+	H_ASSERT(strstr(out, want), "want %s in %s", want, out);
+}
+
 /*
  * Issue 14 section 3, third input: the daemon as root, client_group
  * shared by two users, max_queues 64, client_max_queues 16.  Before, the
@@ -718,6 +746,7 @@ START_TEST(uid_quotas_leave_room_for_others)
 			for (i = 0; i < QDEPTH; i++)
 				H_EQ(sl_queue_open(root_ctx, 0, QDEPTH, &mine[i]), 0);
 			bystander_exchange(&by, "beside the other user");
+			uids_shown(&d);
 			sl_close(root_ctx);
 		}
 		H_EQ(h_write_byte(hold[1], 1), 0);

@@ -54,6 +54,7 @@ static void usage(FILE *out)
 		"Commands:\n"
 		"  status     node, transport, uptime, how many clients, queues, links\n"
 		"  clients    connected client processes and their queues\n"
+		"  uids       per user: contexts, queues, arena bytes, in flight, and limits\n"
 		"  queues     every queue: ring occupancy, in flight, receives, unexpected\n"
 		"  links      every peer link: state, sequence numbers, credits, backlog\n"
 		"  rcache     registration cache counters\n"
@@ -536,6 +537,35 @@ static void show_clients(struct json_object *o)
 	table_print(&t);
 }
 
+static void show_uids(struct json_object *o)
+{
+	static const char *const head[] = { "UID", "CONTEXTS", "QUEUES", "ARENA_BYTES",
+					    "IN_FLIGHT" };
+	static const bool right[] = { true, true, true, true, true };
+	static const char *const keys[] = { "uid", "contexts", "queues", "arena_bytes",
+					    "in_flight" };
+	struct json_object *arr = field(o, "uids"), *lim = field(o, "limits");
+	struct table t;
+	size_t i, j, n = arr ? json_object_array_length(arr) : 0;
+	char (*row)[CELL_MAX];
+
+	table_init(&t, head, right, 5);
+	for (i = 0; i < n; i++) {
+		row = table_row(&t);
+		if (!row)
+			break;
+		for (j = 0; j < 5; j++)
+			cell(row[j], json_object_array_get_idx(arr, i), keys[j]);
+	}
+	row = lim ? table_row(&t) : NULL;
+	if (row) {
+		snprintf(row[0], CELL_MAX, "(limit)");
+		for (j = 1; j < 5; j++)
+			cell(row[j], lim, keys[j]);
+	}
+	table_print(&t);
+}
+
 static void show_queues(struct json_object *o)
 {
 	static const char *const head[] = { "ID", "PORT", "PID", "SQ", "CQ", "IN_FLIGHT",
@@ -656,6 +686,7 @@ static const struct {
 } views[] = {
 	{ "status", show_status },
 	{ "clients", show_clients },
+	{ "uids", show_uids },
 	{ "queues", show_queues },
 	{ "links", show_links },
 	{ "rcache", show_rcache },
