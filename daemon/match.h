@@ -40,7 +40,8 @@ struct match_msg {
 	uint64_t len;		/* bytes of the message */
 	uint32_t charge;	/* bytes counted against the endpoint's
 				 * unexpected_max_bytes (set by the engine;
-				 * at most eager_max + its overhead) */
+				 * at most eager_max + its overhead; their
+				 * sum, unexpected_bytes, is 64-bit) */
 	uint32_t sender_uid;	/* a local sender's uid, else SL_UID_UNKNOWN */
 	uint8_t *data;		/* owned by the caller (the engine); NULL
 				 * for rendezvous */
