@@ -415,7 +415,8 @@ START_TEST(strerror_names)
 	H_EQ(SL_ERR_REG_LIMIT, 23);
 	ck_assert_str_eq(sl_strerror(SL_ERR_REG_LIMIT), "over registration limit");
 	ck_assert_str_eq(sl_strerror(SL_ERR_INVALID), "invalid descriptor");
-	ck_assert_str_eq(sl_strerror(24), "unknown status");
+	ck_assert_str_eq(sl_strerror(SL_ERR_UNKNOWN_NODE), "unknown node");
+	ck_assert_str_eq(sl_strerror(SL_ERR_UNKNOWN_NODE + 1), "unknown status");
 }
 END_TEST
 
