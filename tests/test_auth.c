@@ -1,0 +1,717 @@
+/*
+ * test_auth.c - who may become a peer (issue 14, section 1): a stranger on
+ * the listen port cannot take a link over, inject a message or reset a
+ * link's sequence state; a HELLO from an address other than the configured
+ * peer's is refused even without a key; with a cluster key the handshake
+ * is a mutual challenge-response (wrong key, replayed handshake refused,
+ * the previous key accepted, a reload applies a new one); a version-2 peer
+ * is refused with one clear line; what outsiders trigger is logged with a
+ * bound.  Each attack runs beside bystanders (a stream and a ping-pong
+ * between the two real nodes) that must see nothing: every operation
+ * SL_OK, byte-exact, no reconnect, no restart.
+ */
+#include "autoconfig.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sl_wire.h"
+#include "sluice.h"
+#include "testutil.h"
+
+enum { DIAL = 0, ACC = 1 };
+
+#define VICTIM_PORT 7000
+#define VICTIM_RECVS 8
+#define STREAM_PORT 7100
+#define STREAM_TAG 71
+#define STREAM_N 3000u
+#define STREAM_LEN 1000u
+#define STREAM_WINDOW 8u
+#define PP_PORT 7200
+#define PP_TAG 72
+#define ROGUE_SRC_PORT 5555
+/* A client gives up when nothing completes for this long. */
+#define BYS_STALL_MS 15000
+
+/* Who dials: the lower node id (link.c). */
+static void roles(const char **names)
+{
+	bool a_dials = sl_node_id("a") < sl_node_id("b");
+
+	names[DIAL] = a_dials ? "a" : "b";
+	names[ACC] = a_dials ? "b" : "a";
+}
+
+static char *link_key(char *buf, size_t cap, const char *peer, const char *what)
+{
+	snprintf(buf, cap, "link.%s.%s", peer, what);
+	return buf;
+}
+
+static uint64_t link_stat(const struct h_daemon *d, const char *peer, const char *what)
+{
+	char key[96];
+
+	return h_daemon_stat(d, link_key(key, sizeof(key), peer, what));
+}
+
+/* ------------------------------------------------------------------ */
+/* Bystanders: a stream DIAL -> ACC and a ping-pong ACC -> DIAL         */
+/* ------------------------------------------------------------------ */
+
+struct bys_shared {
+	_Atomic int stop;
+	_Atomic uint64_t stream_rx;	/* messages received in order, byte-exact */
+	_Atomic uint64_t pp_rounds;
+};
+
+struct bystanders {
+	struct bys_shared *sh;
+	pid_t pids[4];
+	const char *names[4];
+};
+
+static void stream_receiver_run(const struct h_daemon *d, struct bys_shared *sh)
+{
+	struct cl c;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	uint32_t next = 0, slot;
+	int rc;
+	int64_t last = h_now_ms();
+
+	cl_name = "stream-rx";
+	cl_open(&c, d, STREAM_PORT, 64);
+	buf = sl_alloc(c.q, STREAM_WINDOW * STREAM_LEN);
+	CL_REQUIRE(buf, CL_E_SETUP, "sl_alloc");
+	for (slot = 0; slot < STREAM_WINDOW; slot++) {
+		rc = sl_recv(c.q, SL_ANY_SOURCE, STREAM_TAG, ~0ull, buf + slot * STREAM_LEN,
+			     STREAM_LEN, CTX_RECV | slot);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_recv: %s", strerror(-rc));
+	}
+	while (next < STREAM_N) {
+		rc = h_wait_cqe(c.q, &cqe, 100);
+		CL_REQUIRE(rc >= 0, CL_E_POLL, "wait: %s", strerror(-rc));
+		if (rc == 0) {
+			CL_REQUIRE(h_now_ms() - last < BYS_STALL_MS, CL_E_TIMEOUT,
+				   "no message for %d ms after %u", BYS_STALL_MS, next);
+			continue;
+		}
+		last = h_now_ms();
+		slot = CTX_INDEX(cqe.user_ctx);
+		CL_REQUIRE(cqe.status == SL_OK && cqe.len == STREAM_LEN && slot < STREAM_WINDOW,
+			   CL_E_STATUS, "receive %u: %s len %llu", next, sl_strerror(cqe.status),
+			   (unsigned long long)cqe.len);
+		CL_REQUIRE(msg_check(buf + slot * STREAM_LEN, STREAM_LEN, 1, next, STREAM_TAG),
+			   CL_E_DATA, "message %u not byte-exact", next);
+		next++;
+		atomic_store(&sh->stream_rx, next);
+		rc = sl_recv(c.q, SL_ANY_SOURCE, STREAM_TAG, ~0ull, buf + slot * STREAM_LEN,
+			     STREAM_LEN, CTX_RECV | slot);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_recv: %s", strerror(-rc));
+	}
+	cl_expect_quiet(&c, 200);
+	cl_close(&c);
+	_exit(CL_OK);
+}
+
+/* Sends STREAM_N messages, at most STREAM_WINDOW in flight, a little
+ * paced so that the stream lasts across the attack. */
+static void stream_sender_run(const struct h_daemon *d, const struct h_daemon *to)
+{
+	sl_addr_t dst = { to->node, STREAM_PORT };
+	struct sl_cqe cqe;
+	struct cl c;
+	uint8_t *buf;
+	uint32_t sent = 0, done = 0, slot;
+	int64_t last = h_now_ms();
+	int rc;
+
+	cl_name = "stream-tx";
+	cl_open(&c, d, 0, 64);
+	buf = sl_alloc(c.q, STREAM_WINDOW * STREAM_LEN);
+	CL_REQUIRE(buf, CL_E_SETUP, "sl_alloc");
+	while (done < STREAM_N) {
+		while (sent < STREAM_N && sent - done < STREAM_WINDOW) {
+			slot = sent % STREAM_WINDOW;
+			msg_fill(buf + slot * STREAM_LEN, STREAM_LEN, 1, sent, STREAM_TAG);
+			rc = sl_send(c.q, dst, STREAM_TAG, buf + slot * STREAM_LEN, STREAM_LEN,
+				     CTX_SEND | sent);
+			CL_REQUIRE(rc == 0, CL_E_POST, "sl_send %u: %s", sent, strerror(-rc));
+			sent++;
+		}
+		rc = h_wait_cqe(c.q, &cqe, 100);
+		CL_REQUIRE(rc >= 0, CL_E_POLL, "wait: %s", strerror(-rc));
+		if (rc == 0) {
+			CL_REQUIRE(h_now_ms() - last < BYS_STALL_MS, CL_E_TIMEOUT,
+				   "no completion for %d ms after %u", BYS_STALL_MS, done);
+			continue;
+		}
+		last = h_now_ms();
+		CL_REQUIRE(cqe.status == SL_OK, CL_E_STATUS, "send %u: %s",
+			   CTX_INDEX(cqe.user_ctx), sl_strerror(cqe.status));
+		CL_REQUIRE(CTX_INDEX(cqe.user_ctx) == done, CL_E_ORDER, "send %u completed as %u",
+			   CTX_INDEX(cqe.user_ctx), done);
+		done++;
+		if (done % 16 == 0)
+			h_sleep_ms(2);
+	}
+	cl_close(&c);
+	_exit(CL_OK);
+}
+
+static void pp_echo_run(const struct h_daemon *d, struct bys_shared *sh)
+{
+	struct cl c;
+	struct sl_cqe cqe;
+	uint8_t *buf;
+	int rc;
+
+	cl_name = "pp-echo";
+	cl_open(&c, d, PP_PORT, 8);
+	buf = sl_alloc(c.q, 128);
+	CL_REQUIRE(buf, CL_E_SETUP, "sl_alloc");
+	for (;;) {
+		rc = sl_recv(c.q, SL_ANY_SOURCE, PP_TAG, ~0ull, buf, 64, CTX_RECV);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_recv: %s", strerror(-rc));
+		do {
+			rc = h_wait_cqe(c.q, &cqe, 100);
+			CL_REQUIRE(rc >= 0, CL_E_POLL, "wait: %s", strerror(-rc));
+			if (rc == 0 && atomic_load(&sh->stop))
+				_exit(CL_OK);
+		} while (rc == 0);
+		CL_REQUIRE(cqe.status == SL_OK && cqe.len == 64, CL_E_STATUS, "receive: %s",
+			   sl_strerror(cqe.status));
+		memcpy(buf + 64, buf, 64);
+		rc = sl_send(c.q, cqe.peer, PP_TAG, buf + 64, 64, CTX_SEND);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_send: %s", strerror(-rc));
+		rc = h_wait_cqe(c.q, &cqe, BYS_STALL_MS);
+		CL_REQUIRE(rc == 1 && cqe.status == SL_OK, CL_E_STATUS, "send: %s",
+			   rc == 1 ? sl_strerror(cqe.status) : "no completion");
+	}
+}
+
+static void pp_ping_run(const struct h_daemon *d, const struct h_daemon *to,
+			struct bys_shared *sh)
+{
+	sl_addr_t srv = { to->node, PP_PORT };
+	struct sl_cqe cqe;
+	struct cl c;
+	uint8_t *buf;
+	uint64_t round = 0;
+	int64_t t0;
+	int rc, got;
+
+	cl_name = "pp-ping";
+	cl_open(&c, d, 0, 8);
+	buf = sl_alloc(c.q, 128);
+	CL_REQUIRE(buf, CL_E_SETUP, "sl_alloc");
+	while (!atomic_load(&sh->stop)) {
+		t0 = h_now_ms();
+		memset(buf, (int)(round & 0xff), 64);
+		rc = sl_recv(c.q, srv, PP_TAG, ~0ull, buf + 64, 64, CTX_RECV);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_recv: %s", strerror(-rc));
+		rc = sl_send(c.q, srv, PP_TAG, buf, 64, CTX_SEND);
+		CL_REQUIRE(rc == 0, CL_E_POST, "sl_send: %s", strerror(-rc));
+		for (got = 0; got < 2;) {
+			rc = h_wait_cqe(c.q, &cqe, 100);
+			CL_REQUIRE(rc >= 0, CL_E_POLL, "wait: %s", strerror(-rc));
+			if (rc == 0) {
+				CL_REQUIRE(h_now_ms() - t0 < BYS_STALL_MS, CL_E_TIMEOUT,
+					   "round %llu: no completion in %d ms",
+					   (unsigned long long)round, BYS_STALL_MS);
+				continue;
+			}
+			CL_REQUIRE(cqe.status == SL_OK, CL_E_STATUS, "%s: %s",
+				   cqe.opcode == SL_OP_SEND ? "send" : "receive",
+				   sl_strerror(cqe.status));
+			got++;
+		}
+		CL_REQUIRE(all_bytes(buf + 64, 64, (uint8_t)(round & 0xff)), CL_E_DATA,
+			   "round %llu: echo not byte-exact", (unsigned long long)round);
+		round++;
+		atomic_store(&sh->pp_rounds, round);
+		h_sleep_ms(1);
+	}
+	cl_close(&c);
+	_exit(CL_OK);
+}
+
+static void bystanders_start(struct bystanders *b, const struct h_daemon *nodes)
+{
+	int i;
+
+	b->sh = shared_alloc(sizeof(*b->sh));
+	b->names[0] = "stream-rx";
+	b->names[1] = "stream-tx";
+	b->names[2] = "pp-echo";
+	b->names[3] = "pp-ping";
+	if ((b->pids[0] = h_fork()) == 0)
+		stream_receiver_run(&nodes[ACC], b->sh);
+	if ((b->pids[2] = h_fork()) == 0)
+		pp_echo_run(&nodes[DIAL], b->sh);
+	h_sleep_ms(200);	/* ports bound before anything is sent there */
+	if ((b->pids[1] = h_fork()) == 0)
+		stream_sender_run(&nodes[DIAL], &nodes[ACC]);
+	if ((b->pids[3] = h_fork()) == 0)
+		pp_ping_run(&nodes[ACC], &nodes[DIAL], b->sh);
+	/* Traffic flows both ways before the attack. */
+	for (i = 0; i < 200; i++) {
+		if (atomic_load(&b->sh->pp_rounds) >= 10 && atomic_load(&b->sh->stream_rx) >= 50)
+			return;
+		h_sleep_ms(50);
+	}
+	fail_clients(b->pids, b->names, 4, "bystanders never got going");
+}
+
+/* Let the bystanders run on after the attack (the ping-pong makes 20
+ * more round trips), stop them, and require every one to exit 0 with the
+ * whole stream received. */
+static void bystanders_finish(struct bystanders *b)
+{
+	uint64_t r0 = atomic_load(&b->sh->pp_rounds);
+	int i;
+
+	for (i = 0; i < 400 && atomic_load(&b->sh->pp_rounds) < r0 + 20; i++)
+		h_sleep_ms(50);
+	atomic_store(&b->sh->stop, 1);
+	expect_clients_ok(b->pids, b->names, 4, 60000);
+	H_EQ(atomic_load(&b->sh->stream_rx), STREAM_N);
+	printf("  bystanders: %u stream messages byte-exact, %llu round trips, all SL_OK\n",
+	       STREAM_N, (unsigned long long)atomic_load(&b->sh->pp_rounds));
+	shared_free(b->sh, sizeof(*b->sh));
+}
+
+/* ------------------------------------------------------------------ */
+/* The victim: a receiver on ACC port 7000 with receives posted          */
+/* ------------------------------------------------------------------ */
+
+struct victim {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	uint8_t *buf;
+};
+
+static void victim_open(struct victim *v, const struct h_daemon *d)
+{
+	int i, rc;
+
+	H_EQ(sl_open(d->sock, &v->ctx), 0);
+	H_EQ(sl_queue_open(v->ctx, VICTIM_PORT, 16, &v->q), 0);
+	v->buf = sl_alloc(v->q, VICTIM_RECVS * 4096);
+	H_ASSERT(v->buf, "sl_alloc");
+	memset(v->buf, 0x5a, VICTIM_RECVS * 4096);
+	for (i = 0; i < VICTIM_RECVS; i++) {
+		rc = sl_recv(v->q, SL_ANY_SOURCE, 0, 0, v->buf + i * 4096, 4096, (uint64_t)i);
+		H_EQ(rc, 0);
+	}
+}
+
+/* Nothing was delivered: no completion, every buffer untouched. */
+static void victim_expect_nothing(struct victim *v)
+{
+	expect_no_cqe(v->q, 1000);
+	H_ASSERT(all_bytes(v->buf, VICTIM_RECVS * 4096, 0x5a), "a receive buffer was written");
+	H_EQ(sl_queue_close(v->q), 0);
+	sl_close(v->ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* The rogue: raw frames on the listen port                              */
+/* ------------------------------------------------------------------ */
+
+/* A TCP connection from @src_ip (any port) to 127.0.0.1:@port. */
+static int rogue_connect(const char *src_ip, uint16_t port)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	H_ASSERT(fd >= 0, "socket: %s", strerror(errno));
+	H_EQ(inet_pton(AF_INET, src_ip, &src.sin_addr), 1);
+	H_ASSERT(bind(fd, (struct sockaddr *)&src, sizeof(src)) == 0, "bind %s: %s", src_ip,
+		 strerror(errno));
+	dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H_ASSERT(connect(fd, (struct sockaddr *)&dst, sizeof(dst)) == 0, "connect: %s",
+		 strerror(errno));
+	return fd;
+}
+
+/* Encode @f and write it with @payload; false when the daemon already
+ * closed the connection. */
+static bool rogue_send(int fd, const struct sl_wire_frame *f, const void *payload)
+{
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	int n = sl_wire_encode(f, hdr, sizeof(hdr));
+
+	H_ASSERT(n > 0, "encode type %u: %d", f->type, n);
+	if (send(fd, hdr, (size_t)n, MSG_NOSIGNAL) != n)
+		return false;
+	if (f->payload_len &&
+	    send(fd, payload, f->payload_len, MSG_NOSIGNAL) != (ssize_t)f->payload_len)
+		return false;
+	return true;
+}
+
+static void rogue_hello(int fd, uint32_t node, uint64_t incarnation, uint64_t peer_incarnation)
+{
+	struct sl_wire_frame f = { .type = SL_WIRE_HELLO };
+
+	f.u.hello.node_id = node;
+	f.u.hello.eager_max = 65536;
+	f.u.hello.incarnation = incarnation;
+	f.u.hello.credits = 256;
+	f.u.hello.peer_incarnation = peer_incarnation;
+	rogue_send(fd, &f, NULL);
+}
+
+/* @n EAGERs "INJECTED i" to @to's victim port, seq 1..n. */
+static void rogue_eagers(int fd, uint32_t to, unsigned n)
+{
+	char text[32];
+	unsigned i;
+
+	for (i = 1; i <= n; i++) {
+		struct sl_wire_frame f = { .type = SL_WIRE_EAGER, .seq = i };
+
+		snprintf(text, sizeof(text), "INJECTED %u", i);
+		f.payload_len = (uint32_t)strlen(text);
+		f.u.eager.src_port = ROGUE_SRC_PORT;
+		f.u.eager.dst_port = VICTIM_PORT;
+		f.u.eager.dst_node = to;
+		if (!rogue_send(fd, &f, text))
+			return;
+	}
+}
+
+/* Wait (bounded) until the daemon closes @fd, reading and dropping what
+ * it says; returns the ms it took, or -1 if it stayed open. */
+static int64_t rogue_wait_closed(int fd, int bound_ms)
+{
+	int64_t t0 = h_now_ms();
+	uint8_t b[512];
+
+	while (h_now_ms() - t0 < bound_ms) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		r = read(fd, b, sizeof(b));
+		if (r <= 0)
+			return h_now_ms() - t0;
+	}
+	return -1;
+}
+
+static unsigned log_lines(const struct h_daemon *d)
+{
+	FILE *f = fopen(d->log, "r");
+	unsigned n = 0;
+	int ch;
+
+	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
+	while ((ch = getc(f)) != EOF)
+		if (ch == '\n')
+			n++;
+	fclose(f);
+	return n;
+}
+
+static unsigned log_count(const struct h_daemon *d, const char *needle)
+{
+	FILE *f = fopen(d->log, "r");
+	char line[1024];
+	unsigned n = 0;
+
+	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* The real link kept its one connection and its peer's incarnation. */
+struct link_snap {
+	uint64_t connects[2];
+	uint64_t restarts[2];
+};
+
+static void link_snap(const struct h_daemon *nodes, const char **names, struct link_snap *s)
+{
+	s->connects[DIAL] = link_stat(&nodes[DIAL], names[ACC], "connects");
+	s->connects[ACC] = link_stat(&nodes[ACC], names[DIAL], "connects");
+	s->restarts[DIAL] = link_stat(&nodes[DIAL], names[ACC], "peer_restarts");
+	s->restarts[ACC] = link_stat(&nodes[ACC], names[DIAL], "peer_restarts");
+}
+
+static void link_expect_same(const struct h_daemon *nodes, const char **names,
+			     const struct link_snap *before)
+{
+	struct link_snap after;
+
+	link_snap(nodes, names, &after);
+	H_EQ(after.connects[ACC], before->connects[ACC]);
+	H_EQ(after.connects[DIAL], before->connects[DIAL]);
+	H_EQ(after.restarts[ACC], 0);
+	H_EQ(after.restarts[DIAL], 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* (a) the issue's hijack                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A stranger connects to the accepter's listen port, says HELLO as the
+ * dialer (a random incarnation) and pipelines an EAGER to the victim:
+ * nothing is delivered, the connection is closed, the real link keeps its
+ * connection (no reconnect, no restart), the bystanders see nothing, and
+ * the refusal is counted.
+ */
+START_TEST(hijack_refused)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct bystanders bys;
+	struct victim v;
+	struct link_snap before;
+	int64_t ms;
+	int fd;
+
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	victim_open(&v, &nodes[ACC]);
+	bystanders_start(&bys, nodes);
+	link_snap(nodes, names, &before);
+
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	rogue_hello(fd, nodes[DIAL].node, 0x524f475545000001ull, 0);
+	rogue_eagers(fd, nodes[ACC].node, 1);
+	ms = rogue_wait_closed(fd, 7000);
+	close(fd);
+
+	victim_expect_nothing(&v);
+	bystanders_finish(&bys);
+	link_expect_same(nodes, names, &before);
+	H_ASSERT(ms >= 0, "the rogue's connection stayed open");
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 1);
+	printf("hijack_refused: forged HELLO + EAGER closed after %lld ms, nothing delivered\n",
+	       (long long)ms);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* (b) the address rule, without a key                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The accepter alone (its dialer is configured but not running, so the
+ * link is down and there is no live connection to protect): a HELLO as
+ * the dialer from 127.0.0.2, which is not the dialer's configured address
+ * 127.0.0.1, is refused in mode none, and its EAGER is not delivered.
+ */
+START_TEST(wrong_address_refused)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct victim v;
+	int64_t ms;
+	int fd;
+
+	roles(names);
+	memset(nodes, 0, sizeof(nodes));
+	snprintf(nodes[DIAL].name, sizeof(nodes[DIAL].name), "%s", names[DIAL]);
+	nodes[DIAL].node = sl_node_id(names[DIAL]);
+	nodes[DIAL].tcp_port = h_free_port();
+	h_daemon_start(&nodes[ACC], names[ACC], h_free_port(), &nodes[DIAL], 1);
+	victim_open(&v, &nodes[ACC]);
+
+	fd = rogue_connect("127.0.0.2", nodes[ACC].tcp_port);
+	rogue_hello(fd, nodes[DIAL].node, 0x524f475545000002ull, 0);
+	rogue_eagers(fd, nodes[ACC].node, 1);
+	ms = rogue_wait_closed(fd, 7000);
+	close(fd);
+
+	victim_expect_nothing(&v);
+	H_ASSERT(ms >= 0, "the connection from 127.0.0.2 stayed open");
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 0);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_address"), 1);
+	printf("wrong_address_refused: HELLO from 127.0.0.2 closed after %lld ms\n",
+	       (long long)ms);
+	h_daemon_stop(&nodes[ACC]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* (c) a second HELLO for a live link                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Without a key, from the right address, with the dialer's real
+ * incarnation and the accepter's (what a local client could learn): a
+ * second HELLO for the live link, saying it received nothing, followed by
+ * 50 EAGERs.  The link's sequence state is not reset (its connection,
+ * sequence numbers and traffic go on), nothing is delivered.
+ */
+START_TEST(live_link_keeps_state)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct bystanders bys;
+	struct victim v;
+	struct link_snap before;
+	char key[96], inc_dial[32], inc_acc[32];
+	uint64_t tx_seq0, tx_seq1;
+	int64_t ms;
+	int fd;
+
+	roles(names);
+	h_cluster_start(nodes, names, 2);
+	victim_open(&v, &nodes[ACC]);
+	bystanders_start(&bys, nodes);
+	link_snap(nodes, names, &before);
+	h_daemon_stat_str(&nodes[ACC], link_key(key, sizeof(key), names[DIAL], "incarnation"),
+			  inc_dial, sizeof(inc_dial));
+	h_daemon_stat_str(&nodes[DIAL], link_key(key, sizeof(key), names[ACC], "incarnation"),
+			  inc_acc, sizeof(inc_acc));
+	tx_seq0 = link_stat(&nodes[ACC], names[DIAL], "tx_seq");
+
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	rogue_hello(fd, nodes[DIAL].node, strtoull(inc_dial, NULL, 16),
+		    strtoull(inc_acc, NULL, 16));
+	rogue_eagers(fd, nodes[ACC].node, 50);
+	ms = rogue_wait_closed(fd, 7000);
+	close(fd);
+
+	tx_seq1 = link_stat(&nodes[ACC], names[DIAL], "tx_seq");
+	victim_expect_nothing(&v);
+	bystanders_finish(&bys);
+	link_expect_same(nodes, names, &before);
+	H_ASSERT(tx_seq1 >= tx_seq0, "tx_seq went back from %llu to %llu",
+		 (unsigned long long)tx_seq0, (unsigned long long)tx_seq1);
+	H_ASSERT(ms >= 0, "the second connection stayed open");
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_live"), 1);
+	printf("live_link_keeps_state: second HELLO closed after %lld ms; tx_seq %llu -> %llu\n",
+	       (long long)ms, (unsigned long long)tx_seq0, (unsigned long long)tx_seq1);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* (e) a version-2 peer                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A HELLO of wire version 2 is refused: the connection is closed, one
+ * line names the version, and it is counted. */
+START_TEST(version2_refused)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sl_wire_frame f = { .type = SL_WIRE_HELLO };
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	int64_t ms;
+	int fd, n;
+
+	roles(names);
+	memset(nodes, 0, sizeof(nodes));
+	snprintf(nodes[DIAL].name, sizeof(nodes[DIAL].name), "%s", names[DIAL]);
+	nodes[DIAL].node = sl_node_id(names[DIAL]);
+	nodes[DIAL].tcp_port = h_free_port();
+	h_daemon_start(&nodes[ACC], names[ACC], h_free_port(), &nodes[DIAL], 1);
+
+	f.u.hello.node_id = nodes[DIAL].node;
+	f.u.hello.eager_max = 65536;
+	f.u.hello.incarnation = 0x5632000000000001ull;
+	f.u.hello.credits = 256;
+	n = sl_wire_encode(&f, hdr, sizeof(hdr));
+	H_ASSERT(n > 0, "encode %d", n);
+	hdr[0] = 2;	/* what a version-2 daemon sends */
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	H_EQ(write(fd, hdr, (size_t)n), n);
+	ms = rogue_wait_closed(fd, 7000);
+	close(fd);
+
+	H_ASSERT(ms >= 0, "the version-2 connection stayed open");
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 0);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_version"), 1);
+	H_EQ(log_count(&nodes[ACC], "speaks wire version 2"), 1);
+	printf("version2_refused: closed after %lld ms with one log line\n", (long long)ms);
+	h_daemon_stop(&nodes[ACC]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* (f) what outsiders trigger is logged with a bound                     */
+/* ------------------------------------------------------------------ */
+
+#define LOG_CYCLES 1000
+#define LOG_GARBAGE 200
+/* Log lines the daemon may write for all of them. */
+#define LOG_BOUND 60
+
+START_TEST(outsider_logs_bounded)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct rng r = { 14 };
+	uint8_t junk[256];
+	unsigned before, after, i, j;
+	int fd;
+
+	roles(names);
+	memset(nodes, 0, sizeof(nodes));
+	snprintf(nodes[DIAL].name, sizeof(nodes[DIAL].name), "%s", names[DIAL]);
+	nodes[DIAL].node = sl_node_id(names[DIAL]);
+	nodes[DIAL].tcp_port = h_free_port();
+	h_daemon_start(&nodes[ACC], names[ACC], h_free_port(), &nodes[DIAL], 1);
+	h_sleep_ms(300);	/* its start-up lines are written */
+	before = log_lines(&nodes[ACC]);
+	for (i = 0; i < LOG_CYCLES; i++) {
+		fd = h_tcp_connect(nodes[ACC].tcp_port);
+		H_EQ(close(fd), 0);
+	}
+	for (i = 0; i < LOG_GARBAGE; i++) {
+		for (j = 0; j < sizeof(junk); j++)
+			junk[j] = (uint8_t)rng_next(&r);
+		fd = h_tcp_connect(nodes[ACC].tcp_port);
+		(void)!send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+		rogue_wait_closed(fd, 2000);
+		H_EQ(close(fd), 0);
+	}
+	h_sleep_ms(1500);	/* the last closes are seen */
+	after = log_lines(&nodes[ACC]);
+	H_ASSERT(h_daemon_alive(&nodes[ACC]), "daemon died");
+	printf("outsider_logs_bounded: %d connect/close cycles and %d garbage connections "
+	       "wrote %u log lines\n", LOG_CYCLES, LOG_GARBAGE, after - before);
+	H_ASSERT(after - before <= LOG_BOUND, "%u log lines for %d outsider connections",
+		 after - before, LOG_CYCLES + LOG_GARBAGE);
+	h_daemon_stop(&nodes[ACC]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("auth");
+
+	tcase_add_test(h_tcase(s, "hijack_refused", 120), hijack_refused);
+	tcase_add_test(h_tcase(s, "wrong_address_refused", 60), wrong_address_refused);
+	tcase_add_test(h_tcase(s, "live_link_keeps_state", 120), live_link_keeps_state);
+	tcase_add_test(h_tcase(s, "version2_refused", 60), version2_refused);
+	tcase_add_test(h_tcase(s, "outsider_logs_bounded", 120), outsider_logs_bounded);
+	return h_run_suite(s);
+}
