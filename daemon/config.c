@@ -63,7 +63,7 @@
 #define DRAIN_MAX        600000	/* ten minutes */
 #define F_CUT_MAX        4294967295ull
 
-#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, peers, ports"
+#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, security, peers, ports"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
@@ -319,6 +319,7 @@ enum key_id {
 	K_RC_MAX_WAIT_MS,
 	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
 	K_F_CUT_AFTER, K_F_CUT_EVERY,
+	K_SEC_MODE, K_SEC_KEY, K_SEC_PREV_KEY,
 	K_COUNT
 };
 _Static_assert(K_COUNT <= CONFIG_KEY_SLOTS, "struct config's key_line[] is too small");
@@ -373,6 +374,9 @@ static const struct {
 	[K_F_DELAY_COMPL]  = { "fault", "delay_completions_us" },
 	[K_F_CUT_AFTER]    = { "fault", "cut_after_frames" },
 	[K_F_CUT_EVERY]    = { "fault", "cut_every_frames" },
+	[K_SEC_MODE]       = { "security", "mode" },
+	[K_SEC_KEY]        = { "security", "key_file", true },
+	[K_SEC_PREV_KEY]   = { "security", "previous_key_file", true },
 };
 
 static const struct {
@@ -388,6 +392,7 @@ static const struct {
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
 	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
 		   "cut_after_frames, cut_every_frames" },
+	{ "security", "mode, key_file, previous_key_file" },
 	{ "peers", NULL },
 	{ "ports", NULL },
 };
@@ -690,6 +695,27 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 	case K_F_CUT_EVERY:
 		return set_num32(st, sec, name, value, 0, (uint32_t)F_CUT_MAX,
 				 &c->fault_cut_every_frames);
+	case K_SEC_MODE:
+		if (strcmp(value, "none") == 0 || strcmp(value, "authenticate") == 0) {
+			c->security_mode = value[0] == 'n' ? SECURITY_NONE : SECURITY_AUTHENTICATE;
+			return 1;
+		}
+		if (strcmp(value, "encrypt") == 0)
+			return fail(st, -EINVAL, "[%s] %s: encrypt is not implemented yet (allowed: none, authenticate)",
+				    sec, name);
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a mode (allowed: none, authenticate)",
+			    sec, name, value);
+	case K_SEC_KEY:
+	case K_SEC_PREV_KEY:
+		if (value[0] && value[0] != '/')
+			return fail(st, -EINVAL, "[%s] %s: '%s' is not an absolute path (allowed: an absolute path of at most %d characters, or empty)",
+				    sec, name, value, CONFIG_KEY_PATH_MAX - 1);
+		if (strlen(value) >= CONFIG_KEY_PATH_MAX)
+			return fail(st, -EINVAL, "[%s] %s: path is too long (allowed: an absolute path of at most %d characters)",
+				    sec, name, CONFIG_KEY_PATH_MAX - 1);
+		copy_str(k == K_SEC_KEY ? c->key_file : c->previous_key_file,
+			 CONFIG_KEY_PATH_MAX, value);
+		return 1;
 	case K_COUNT:
 		break;
 	}
@@ -706,7 +732,7 @@ static int on_value(void *user, const char *section, const char *name,
 	if (st->err_line)
 		return 0;
 	if (section[0] == '\0')
-		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault] or [peers])",
+		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault], [security], [peers] or [ports])",
 			    name);
 	if (strcmp(section, "peers") == 0)
 		return set_peer(st, name, value);
@@ -840,6 +866,10 @@ static int check_keys(struct parse_state *st)
 	const struct config *c = st->c;
 	int lmin = st->key_line[K_REDIAL_MIN], lmax = st->key_line[K_REDIAL_MAX];
 
+	if (c->security_mode == SECURITY_AUTHENTICATE && !c->key_file[0]) {
+		st->lineno = st->key_line[K_SEC_MODE];
+		return fail(st, -EINVAL, "[security] mode: authenticate needs [security] key_file (sluiced --keygen FILE writes one)"), -EINVAL;
+	}
 	if (c->redial_min_ms <= c->redial_max_ms)
 		return 0;
 	if (!lmin && !lmax)
@@ -1124,6 +1154,16 @@ static bool format_value(const struct config *c, enum key_id k, char *buf, size_
 	case K_F_CUT_EVERY:
 		snprintf(buf, n, "%u", (unsigned)c->fault_cut_every_frames);
 		return true;
+	case K_SEC_MODE:
+		snprintf(buf, n, "%s", c->security_mode == SECURITY_AUTHENTICATE ? "authenticate"
+										 : "none");
+		return true;
+	case K_SEC_KEY:
+		snprintf(buf, n, "%s", c->key_file);
+		return c->key_file[0] != '\0';
+	case K_SEC_PREV_KEY:
+		snprintf(buf, n, "%s", c->previous_key_file);
+		return c->previous_key_file[0] != '\0';
 	case K_COUNT:
 		break;
 	}
@@ -1133,6 +1173,8 @@ static bool format_value(const struct config *c, enum key_id k, char *buf, size_
 /* What an absent key means, for the commented line --print-config writes. */
 static const char *absent_meaning(enum key_id k)
 {
+	if (k == K_SEC_KEY || k == K_SEC_PREV_KEY)
+		return "not set: no key";
 	return k == K_LISTEN ? "not set: a single node" : "off (absent)";
 }
 
@@ -1214,6 +1256,13 @@ static void copy_reloadable(struct config *to, const struct config *from, enum k
 		break;
 	case K_CLIENT_INFLIGHT:
 		to->client_max_inflight = from->client_max_inflight;
+		break;
+	case K_SEC_KEY:
+		memcpy(to->key_file, from->key_file, sizeof(to->key_file));
+		break;
+	case K_SEC_PREV_KEY:
+		memcpy(to->previous_key_file, from->previous_key_file,
+		       sizeof(to->previous_key_file));
 		break;
 	default:
 		break;	/* keys[k].reload is false: never called */

@@ -105,6 +105,16 @@
  *               cut_every_frames = N, 0..4294967295 [0 = off]: the tcp
  *               transport breaks the connection on which it receives
  *               every Nth frame (counting across all connections)
+ *   [security]  who may be a peer (docs/peer-authentication.md):
+ *               mode = none|authenticate [none]: none checks that a peer
+ *               connects from its configured address; authenticate also
+ *               makes both sides of every connection prove the cluster
+ *               key (HMAC-SHA256 challenge-response); encrypt is refused
+ *               (not implemented yet); needs a restart;
+ *               key_file = PATH [none]: the cluster key, 32 bytes, mode
+ *               0400 (sluiced --keygen); required by authenticate;
+ *               previous_key_file = PATH [none]: a key also accepted, for
+ *               rotation; a reload reads both files again
  *   [peers]     NAME = HOST:PORT, one line per other node
  *   [ports]     LO-HI or PORT = user:NAME, group:NAME, uid:N or gid:N:
  *               ranges only that user or group (and root) may bind
@@ -128,6 +138,9 @@
 #define CONFIG_KEY_SLOTS 128	/* >= the parser's keys (checked in config.c) */
 #define CONFIG_PEERS_MAX 256
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
+#define CONFIG_KEY_PATH_MAX 256	/* [security] key files, including the NUL */
+
+enum security_mode { SECURITY_NONE = 0, SECURITY_AUTHENTICATE = 1 };
 
 enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2, XPORT_VERBS = 3 };
 
@@ -193,6 +206,10 @@ struct config {
 	uint32_t fault_delay_completions_us;	/* 0: off */
 	uint64_t fault_cut_after_frames;	/* 0: off */
 	uint32_t fault_cut_every_frames;	/* 0: off */
+	/* [security] */
+	enum security_mode security_mode;
+	char key_file[CONFIG_KEY_PATH_MAX];		/* "" = none */
+	char previous_key_file[CONFIG_KEY_PATH_MAX];	/* "" = none */
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
@@ -218,7 +235,8 @@ bool config_faults_on(const struct config *c);
  * On error writes one line to @err (at most @errlen bytes, NUL-terminated)
  * and returns -ENOENT/-EACCES (cannot open), or -EINVAL (bad content).
  * After the file: checks [transport] redial_min_ms <= redial_max_ms
- * (reported as "FILE:LINE: ..." at the later of the two keys), then peers
+ * (reported as "FILE:LINE: ..." at the later of the two keys), that
+ * [security] mode = authenticate has a key_file, then peers
  * against each other and the local node (duplicate names, a peer named
  * like the local node, node-id collisions, peers without listen) and
  * reports those as "FILE: ..." with -EINVAL.
@@ -270,7 +288,8 @@ typedef void config_change_fn(const char *section, const char *key, const char *
  * for the keys that apply at run time ([daemon] log_level, admin_group,
  * shutdown_drain_ms; [transport] peer_timeout_ms, ack_timeout_ms,
  * redial_min_ms, redial_max_ms; [limits] link_backlog_max,
- * unexpected_max_bytes, client_max_inflight).  Every other key, and every
+ * unexpected_max_bytes, client_max_inflight; [security] key_file,
+ * previous_key_file: the caller reads the files again).  Every other key, and every
  * peer added, removed or readdressed, keeps @cur's value.  @changed (may
  * be NULL) is called for each difference, in table order, with @arg.
  * @next must be a whole valid configuration (config_load() succeeded), so

@@ -27,6 +27,7 @@ struct queue;
 struct session;
 struct link;
 struct admin;
+struct link_auth;
 
 #define SLD_PORTS 65536u
 #define SLD_SOCKET_NAME "sluiced.sock"
@@ -59,6 +60,22 @@ struct daemon_counters {
 	 * (admin.h). */
 	uint64_t admin_evicted;
 	uint64_t admin_timeouts;
+
+	/* Link handshakes (link_auth.h): connections that proved themselves,
+	 * and those refused, in all and by reason. */
+	uint64_t auth_handshakes;
+	uint64_t auth_failures;
+	uint64_t auth_failures_proof;		/* a proof that does not check out */
+	uint64_t auth_failures_key;		/* no key in common */
+	uint64_t auth_failures_unknown_node;	/* a node not in [peers] */
+	uint64_t auth_failures_role;		/* dials us, but we dial it */
+	uint64_t auth_failures_address;		/* not from the peer's address */
+	uint64_t auth_failures_mode;		/* the other [security] mode */
+	uint64_t auth_failures_live;		/* mode none: the link is up */
+	uint64_t auth_failures_replay;		/* a nonce seen before */
+	uint64_t auth_failures_version;		/* another wire version */
+	uint64_t auth_failures_protocol;	/* frames out of order, garbage */
+	uint64_t auth_failures_timeout;		/* no HELLO in XPORT_HELLO_TIMEOUT */
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */
@@ -119,6 +136,7 @@ struct daemon {
 	struct link **links;
 	size_t n_links;
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */
+	struct link_auth *auth;		/* keys and handshakes (link_auth.c) */
 
 	ev_signal sigterm_w, sigint_w, sighup_w, sigusr1_w;
 	struct daemon_counters ctr;

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "engine.h"
 #include "link.h"
+#include "link_auth.h"
 #include "log.h"
 #include "queue.h"
 
@@ -1581,9 +1582,9 @@ static void nudge_connected(struct link *l, struct xport_conn *c, int err)
 
 /*
  * A HELLO on a connection that a peer we dial opened: it started, and
- * says so (it never dials us).  Links are not authenticated yet, so
- * anything can say this; it may only make us act early, never break a
- * link.  Down, we dial now rather than at the end of the back-off; up,
+ * says so (it never dials us).  It carries no proof (link_auth.c only
+ * checks that it comes from the peer's address), so it may only make us
+ * act early, never break a link.  Down, we dial now rather than at the end of the back-off; up,
  * a keepalive goes out on the connection (the host of a dead incarnation
  * answers it with a reset, and the link redials).  Connecting, the dial
  * under way goes on (LINK_DIAL_TIMEOUT bounds it).  The connection
@@ -1874,6 +1875,14 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 			 (unsigned long long)peer_rx, (unsigned long long)l->tx_seq);
 		return -EPROTO;
 	}
+	/* It acked more than that before: numbering on from there would
+	 * give new frames seqs it takes for duplicates. */
+	if (peer_rx < l->ack_rx) {
+		log_warn("link %s: HELLO says %llu frames arrived, but %llu were acked",
+			 l->peer->name, (unsigned long long)peer_rx,
+			 (unsigned long long)l->ack_rx);
+		return -EPROTO;
+	}
 	for (f = TAILQ_LAST(&l->unacked, link_frame_list); f && f->seq > peer_rx; f = prev) {
 		prev = TAILQ_PREV(f, link_frame_list, link);
 		if (!frame_move(l, f, OWN(FO_WIRE), FO_BACKLOG))
@@ -1953,8 +1962,10 @@ static void up_connected(struct xport_conn *c, void *ctx, int err)
 		link_schedule_redial(l);
 		return;
 	}
+	/* The handshake first (link_auth.h); our HELLO follows the
+	 * accepter's proof. */
 	l->state = LINK_HELLO;
-	if (post_hello(l) < 0) {
+	if (link_auth_dial_start(l) < 0) {
 		l->d->xp->ops->close(c, -ENOMEM);
 		return;
 	}
@@ -2117,21 +2128,11 @@ static int hello_learn(struct link *l, const struct sl_wire_frame *wf)
 	return link_resume(l, peer_rx);
 }
 
-/* HELLO on an accepted connection: find the link it belongs to. */
-static int attach_accepted(struct daemon *d, struct xport_conn *c,
+/* The HELLO of a dialer that proved itself on @c (link_auth_anon_recv):
+ * the connection becomes @l's. */
+static int attach_accepted(struct daemon *d, struct xport_conn *c, struct link *l,
 			   const struct sl_wire_frame *wf)
 {
-	struct link *l = link_find(d, wf->u.hello.node_id);
-
-	if (l && l->dialer) {
-		nudge_heard(l, c);
-		return 0;
-	}
-	if (!l) {
-		log_warn("tcp: %s: HELLO from unexpected node %08x", d->xp->ops->peer_name(c),
-			 wf->u.hello.node_id);
-		return -EPROTO;
-	}
 	if (l->conn) {
 		/* The peer dialled again: its old connection is dead. */
 		log_info("link %s: replacing connection", l->peer->name);
@@ -2166,9 +2167,15 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	int rc = 0;
 
 	if (!l) {
-		if (wf->type != SL_WIRE_HELLO)
-			return -EPROTO;
-		return attach_accepted(x->ctx, c, wf);
+		/* Nothing reaches a link before the handshake says whose it is. */
+		rc = link_auth_anon_recv(x->ctx, c, wf, &l);
+		if (rc == LINK_AUTH_NUDGE) {
+			nudge_heard(l, c);
+			return 0;
+		}
+		if (rc == LINK_AUTH_ATTACH)
+			return attach_accepted(x->ctx, c, l, wf);
+		return rc < 0 ? -EPROTO : 0;
 	}
 	if (c == l->nudge)
 		return -EPROTO;	/* the peer has nothing to say on it */
@@ -2177,8 +2184,20 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		note_heard(l);
 	else
 		l->rx_at = ev_now(l->d->loop);
+	if (wf->type == SL_WIRE_AUTH) {
+		/* The accepter's proof; ours and our HELLO answer it. */
+		if (l->state != LINK_HELLO)
+			return -EPROTO;
+		rc = link_auth_dial_recv(l, wf);
+		if (rc == 0)
+			rc = post_hello(l);
+		if (rc == 0)
+			l->d->xp->ops->flush(c);
+		return rc < 0 ? -EPROTO : 0;
+	}
 	if (wf->type == SL_WIRE_HELLO) {
-		if (l->state != LINK_HELLO || wf->u.hello.node_id != l->node_id)
+		if (l->state != LINK_HELLO || wf->u.hello.node_id != l->node_id ||
+		    !link_auth_dial_hello_ok(l, wf))
 			return -EPROTO;
 		rc = hello_learn(l, wf);
 		if (rc == 0)
@@ -2282,8 +2301,14 @@ static void up_closed(struct xport_conn *c, void *ctx, int err)
 		ev_timer_stop(l->d->loop, &l->dial_w);
 		return;
 	}
-	if (!l || l->conn != c)
+	if (!l) {
+		link_auth_anon_closed(c, err);
 		return;
+	}
+	if (l->conn != c)
+		return;
+	if (l->state == LINK_HELLO && l->dialer)
+		link_auth_dial_closed(l, err);
 	link_went_down(l, err);
 }
 
@@ -2295,6 +2320,7 @@ const struct xport_upcalls link_upcalls = {
 	.write_imm = up_write_imm,
 	.write_placed = up_write_placed,
 	.closed = up_closed,
+	.stranger = link_auth_stranger,
 };
 
 /* ---- setup ---- */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static enum log_level cur_level = LOG_LVL_INFO;
 
@@ -113,4 +114,35 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	if (buf != small)
 		free(buf);
 	errno = saved_errno;
+}
+
+bool log_limit_allow(struct log_limit *ll, enum log_level lvl)
+{
+	struct timespec ts;
+	double now;
+
+	if (lvl > cur_level)
+		return false;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return true;	/* cannot happen; never lose a line for it */
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (!ll->primed) {
+		ll->primed = true;
+		ll->tokens = ll->burst;
+		ll->last = now;
+	}
+	ll->tokens += (now - ll->last) * ll->per_sec;
+	if (ll->tokens > ll->burst)
+		ll->tokens = ll->burst;
+	ll->last = now;
+	if (ll->tokens < 1.0) {
+		ll->suppressed++;
+		return false;
+	}
+	ll->tokens -= 1.0;
+	if (ll->suppressed) {
+		log_msg(lvl, "%llu similar lines suppressed (%s)", ll->suppressed, ll->what);
+		ll->suppressed = 0;
+	}
+	return true;
 }

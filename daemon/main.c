@@ -12,13 +12,17 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "admin.h"
 #include "config_host.h"
 #include "daemon.h"
 #include "engine.h"
 #include "fd_reserve.h"
 #include "link.h"
+#include "link_auth.h"
 #include "log.h"
+#include "peer_auth.h"
 #include "queue.h"
 #include "session.h"
 
@@ -42,6 +46,8 @@ static void usage(FILE *out)
 		"                           they are valid (exit 0) or not (exit 2)\n"
 		"      --print-config       print the effective configuration, every key, in\n"
 		"                           sluiced.conf form, and exit\n"
+		"      --keygen FILE        write a new cluster key (32 random bytes, mode\n"
+		"                           0400) to FILE, which must not exist, and exit\n"
 		"  -h, --help               show this help\n"
 		"  -V, --version            show the version\n", SPIN_US_DEFAULT);
 }
@@ -72,7 +78,7 @@ static int add_peer(struct config *c, const char *arg)
 }
 
 enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN,
-       OPT_LIST_DEVICES, OPT_CHECK_CONFIG, OPT_PRINT_CONFIG };
+       OPT_LIST_DEVICES, OPT_CHECK_CONFIG, OPT_PRINT_CONFIG, OPT_KEYGEN };
 
 /* What sluiced does with the configuration once it is read. */
 enum run_mode { RUN_DAEMON, RUN_CHECK_CONFIG, RUN_PRINT_CONFIG };
@@ -88,10 +94,25 @@ static const struct option long_opts[] = {
 	{ "list-devices", no_argument, NULL, OPT_LIST_DEVICES },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
 	{ "print-config", no_argument, NULL, OPT_PRINT_CONFIG },
+	{ "keygen", required_argument, NULL, OPT_KEYGEN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* sluiced --keygen FILE: 0 when written, 1 otherwise. */
+static int keygen(const char *path)
+{
+	char err[512];
+
+	if (peer_key_generate(path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluiced: --keygen: %s\n", err);
+		return 1;
+	}
+	printf("sluiced: wrote a new cluster key to %s (mode 0400); copy it to every node "
+	       "and name it in [security] key_file\n", path);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
 
 /* sluiced --list-devices: 0 when there is a device, 1 when none. */
 static int list_devices(void)
@@ -223,6 +244,8 @@ static int parse_args(struct daemon *d, int argc, char **argv, enum run_mode *mo
 			exit(0);
 		} else if (opt == OPT_LIST_DEVICES) {
 			exit(list_devices());
+		} else if (opt == OPT_KEYGEN) {
+			exit(keygen(optarg));
 		} else if (opt == OPT_CHECK_CONFIG) {
 			*mode = RUN_CHECK_CONFIG;
 		} else if (opt == OPT_PRINT_CONFIG) {
@@ -264,9 +287,19 @@ static int check_host(const struct daemon *d, bool to_log)
  * the exit status. */
 static int config_mode(const struct daemon *d, enum run_mode mode)
 {
+	struct peer_keys keys;
+	char err[512];
+
 	if (mode == RUN_CHECK_CONFIG) {
 		if (check_host(d, false))
 			return 1;
+		/* The key files are part of what a start needs (exit status 1,
+		 * as a start that finds them wrong). */
+		if (link_auth_load_keys(&d->cfg, &keys, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return 1;
+		}
+		OPENSSL_cleanse(&keys, sizeof(keys));
 		printf("sluiced: configuration OK\n");
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
@@ -352,6 +385,7 @@ static void daemon_teardown(struct daemon *d)
 	admin_close(d);
 	if (d->xp)
 		link_teardown_all(d);
+	link_auth_destroy(d);
 	/* Local rendezvous sends wait in their receivers' queues: complete
 	 * them while their own queues are alive, whatever the order the
 	 * queues go in. */
@@ -450,6 +484,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	rc = link_auth_init(d);
+	if (rc)
+		goto out;
 	rc = link_setup_all(d);
 	if (rc) {
 		log_err("links: %s", strerror(-rc));

@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "daemon.h"
 #include "link.h"
+#include "link_auth.h"
 #include "log.h"
 #include "queue.h"
 #include "service.h"
@@ -218,6 +219,8 @@ int service_reload(struct daemon *d)
 		}
 	}
 	applied = config_reload_merge(&d->cfg, next, change_cb, &restart);
+	/* The key files may have new contents under the same names. */
+	(void)link_auth_reload(d);
 	log_set_level((enum log_level)d->cfg.log_level);
 	/* Access checks read admin_group each time; the socket's group too. */
 	admin_apply_config(d);

@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "link.h"
+#include "link_auth.h"
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
@@ -34,6 +35,7 @@ enum stat_kind {
 	SK_LINK_CREDITS,	/* link_credits_left() */
 	SK_LINK_RTIMER,		/* retransmission timer armed: 0 or 1 */
 	SK_LINK_INCARNATION,	/* peer incarnation, text %016llx */
+	SK_LINK_AUTH,		/* link_auth_how(): key, address or - */
 };
 
 struct stat_desc {
@@ -61,6 +63,20 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, fd_refused, "fd_refused"),
 	U64(struct daemon_counters, admin_evicted, "admin_evicted"),
 	U64(struct daemon_counters, admin_timeouts, "admin_timeouts"),
+
+	U64(struct daemon_counters, auth_handshakes, "auth_handshakes"),
+	U64(struct daemon_counters, auth_failures, "auth_failures"),
+	U64(struct daemon_counters, auth_failures_proof, "auth_failures_proof"),
+	U64(struct daemon_counters, auth_failures_key, "auth_failures_key"),
+	U64(struct daemon_counters, auth_failures_unknown_node, "auth_failures_unknown_node"),
+	U64(struct daemon_counters, auth_failures_role, "auth_failures_role"),
+	U64(struct daemon_counters, auth_failures_address, "auth_failures_address"),
+	U64(struct daemon_counters, auth_failures_mode, "auth_failures_mode"),
+	U64(struct daemon_counters, auth_failures_live, "auth_failures_live"),
+	U64(struct daemon_counters, auth_failures_replay, "auth_failures_replay"),
+	U64(struct daemon_counters, auth_failures_version, "auth_failures_version"),
+	U64(struct daemon_counters, auth_failures_protocol, "auth_failures_protocol"),
+	U64(struct daemon_counters, auth_failures_timeout, "auth_failures_timeout"),
 };
 
 static const struct stat_desc rcache_stats[] = {
@@ -133,6 +149,7 @@ static const struct stat_desc link_stats[] = {
 	MS(struct link, tx_gap_max, "tx_gap_max_ms"),
 	MS(struct link, rx_gap_max, "rx_gap_max_ms"),
 	SPECIAL(SK_LINK_INCARNATION, "incarnation"),
+	SPECIAL(SK_LINK_AUTH, "auth"),
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -244,6 +261,10 @@ void stats_visit_link(const struct link *l, stat_visit_fn fn, void *arg)
 			snprintf(hex, sizeof(hex), "%016" PRIx64, l->peer_incarnation);
 			v.is_text = true;
 			v.text = hex;
+			break;
+		case SK_LINK_AUTH:
+			v.is_text = true;
+			v.text = link_auth_how(l);
 			break;
 		}
 		fn(arg, &v);

@@ -12,14 +12,15 @@
  * Common header (32 bytes):
  *   0  u8  version       SL_WIRE_VERSION
  *   1  u8  type          enum sl_wire_type
- *   2  u16 flags         0 in version 2
+ *   2  u16 flags         0 in versions 2 and 3
  *   4  u32 hdr_len       common + type header, bytes; exact per type
  *   8  u32 payload_len   bytes after the header
  *  12  u32 rsvd          0
  *  16  u64 seq           sequenced frames (EAGER, RTS, NAK, RTR, FIN,
  *                        DONE): per-link, per-direction sequence number,
  *                        from 1, continuing across reconnects of the same
- *                        pair of incarnations; HELLO, ACK, WRITE, BYE: 0
+ *                        pair of incarnations; AUTH, HELLO, ACK, WRITE,
+ *                        BYE: 0
  *  24  u64 ack           cumulative: every sequenced frame with seq <= ack
  *                        has been processed by the sender of this frame
  *
@@ -41,11 +42,15 @@
  * last_rx_seq counts from.  BYE came later in version 2 (before any
  * release): a daemon that does not know it breaks the connection, which
  * is ending anyway. */
-#define SL_WIRE_VERSION 2u
+/* Version 3: a connection starts with the AUTH handshake (below), and
+ * its HELLOs follow only once both sides have proven themselves; the
+ * frames of version 2 are unchanged.  A daemon refuses a connection of
+ * any other version at its first byte. */
+#define SL_WIRE_VERSION 3u
 
 #define SL_WIRE_COMMON_LEN 32u
 /* Largest header of any type; a receive buffer needs at least this. */
-#define SL_WIRE_HDR_MAX 72u
+#define SL_WIRE_HDR_MAX 128u
 /* Largest payload of any frame, bytes. */
 #define SL_WIRE_PAYLOAD_MAX (16u << 20)
 /* Largest credit window a HELLO may grant, frames. */
@@ -64,12 +69,41 @@ enum sl_wire_type {
 	SL_WIRE_WRITE = 8,
 	SL_WIRE_DONE = 9,
 	SL_WIRE_BYE = 10,
-	SL_WIRE_TYPE_MAX = SL_WIRE_BYE,
+	SL_WIRE_AUTH = 11,
+	SL_WIRE_TYPE_MAX = SL_WIRE_AUTH,
 };
 
 /*
+ * AUTH (type header 96 bytes, no payload, unsequenced; version 3): the
+ * mutual challenge-response that opens every connection (peer_auth.h has
+ * the proof's construction).  Three steps, dialer (D) and accepter (A):
+ *   1 D->A  D's node, incarnation, fresh nonce_D, the ids of the keys D
+ *           holds (key_id: the key it proves with, key_id2: its previous
+ *           one or 0)
+ *   2 A->D  A's node, incarnation, fresh nonce_A, the key it chose
+ *           (key_id), proof_A = HMAC(key, role A, both nonces, both
+ *           nodes, both incarnations)
+ *   3 D->A  D's node, incarnation, the same key_id, proof_D (role D)
+ * then D's HELLO, then A's: the HELLOs of version 2, which a daemon acts
+ * on only after the other side's proof checked out.  In mode 0 (none:
+ * no key) key ids and proofs are 0 and only the peer's address is
+ * checked.
+ *   32 u32 node_id      sender's node id
+ *   36 u16 step         1, 2 or 3
+ *   38 u16 mode         0 none, 1 authenticate (HMAC-SHA256)
+ *   40 u64 incarnation  sender's, not 0
+ *   48 u64 key_id       see above; 0 in mode 0
+ *   56 u64 key_id2      step 1 only (else 0)
+ *   64 u8[32] nonce     steps 1 and 2 (all 0 in step 3)
+ *   96 u8[32] proof     steps 2 and 3 in mode 1 (else all 0)
+ */
+#define SL_WIRE_AUTH_LEN 128u
+#define SL_WIRE_AUTH_NONCE_LEN 32u
+#define SL_WIRE_AUTH_PROOF_LEN 32u
+
+/*
  * HELLO (type header 40 bytes, no payload): first frame each way on a new
- * connection.
+ * connection after AUTH.
  *   32 u32 node_id      sender's node id (sl_node_id of its name)
  *   36 u32 eager_max    sender's largest eager payload, bytes
  *   40 u64 incarnation  sender's start id, not 0; changes on every start
@@ -262,6 +296,16 @@ struct sl_wire_frame {
 			uint64_t incarnation;
 			uint32_t reason;
 		} bye;
+		struct {
+			uint32_t node_id;
+			uint16_t step;
+			uint16_t mode;
+			uint64_t incarnation;
+			uint64_t key_id;
+			uint64_t key_id2;
+			uint8_t nonce[SL_WIRE_AUTH_NONCE_LEN];
+			uint8_t proof[SL_WIRE_AUTH_PROOF_LEN];
+		} auth;
 	} u;
 };
 
@@ -279,7 +323,7 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
  * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a sequenced
  * frame or non-zero on another, a bad NAK status or nak_seq 0, a
- * HELLO node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, RTS, RTR, FIN,
+ * HELLO or AUTH node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, AUTH, RTS, RTR, FIN,
  * WRITE, DONE or BYE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
  */
@@ -297,13 +341,18 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * frame with seq 0 or another with seq != 0, a NAK whose status is
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
  * SL_NODE_LOCAL or SL_NODE_ANY, whose incarnation is 0, or whose credits
- * are 0 or over SL_WIRE_CREDITS_MAX, an RTS with msg_len 0 or over
+ * are 0 or over SL_WIRE_CREDITS_MAX, an AUTH whose node_id is SL_NODE_LOCAL
+ * or SL_NODE_ANY, whose step is not 1..3, mode not 0..1, incarnation 0,
+ * key_id2 not 0 outside step 1, nonce not all 0 in step 3, or proof not
+ * all 0 in step 1 or in mode 0, an RTS with msg_len 0 or over
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
  * has_imm not 0/1 or an imm without has_imm, a DONE with send_id 0 or a
  * status other than 0, a BYE with incarnation 0 or a reason other than 0.
- * Bytes after the frame are
+ * A wrong version is refused as soon as the first byte is there (a
+ * reader that sees -EPROTO with a first byte other than SL_WIRE_VERSION
+ * can name the version the peer speaks).  Bytes after the frame are
  * not looked at.  Never reads past @buf + @len.  Thread-safe.  The wire
  * cannot check everything: a receiver checks an RTR's len against its
  * message, and a WRITE's (raddr, payload_len) against its MR table.

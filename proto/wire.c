@@ -75,16 +75,28 @@ uint32_t sl_wire_hdr_len(uint8_t type)
 		return SL_WIRE_DONE_LEN;
 	case SL_WIRE_BYE:
 		return SL_WIRE_BYE_LEN;
+	case SL_WIRE_AUTH:
+		return SL_WIRE_AUTH_LEN;
 	default:
 		return 0;
 	}
 }
 
-/* Frames that take a sequence number: all but HELLO, ACK, WRITE and BYE. */
+/* Frames that take a sequence number: all but AUTH, HELLO, ACK, WRITE and
+ * BYE. */
 static int is_sequenced_type(uint8_t type)
 {
 	return type != SL_WIRE_HELLO && type != SL_WIRE_ACK && type != SL_WIRE_WRITE &&
-	       type != SL_WIRE_BYE;
+	       type != SL_WIRE_BYE && type != SL_WIRE_AUTH;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+
+	while (n--)
+		acc |= *p++;
+	return acc == 0;
 }
 
 static int has_payload_type(uint8_t type)
@@ -162,6 +174,18 @@ static int fields_valid(const struct sl_wire_frame *f)
 		return f->u.done.send_id != 0 && f->u.done.status == SL_OK;
 	case SL_WIRE_BYE:
 		return f->u.bye.incarnation != 0 && f->u.bye.reason == 0;
+	case SL_WIRE_AUTH:
+		if (f->u.auth.step < 1 || f->u.auth.step > 3 || f->u.auth.mode > 1 ||
+		    f->u.auth.incarnation == 0)
+			return 0;
+		if (f->u.auth.step != 1 && f->u.auth.key_id2 != 0)
+			return 0;
+		if (f->u.auth.step == 3 && !all_zero(f->u.auth.nonce, sizeof(f->u.auth.nonce)))
+			return 0;
+		if ((f->u.auth.step == 1 || f->u.auth.mode == 0) &&
+		    !all_zero(f->u.auth.proof, sizeof(f->u.auth.proof)))
+			return 0;
+		return 1;
 	default:
 		return 1;
 	}
@@ -185,6 +209,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	    (!nak_status_valid(f->u.nak.status) || f->u.nak.nak_seq == 0))
 		return -EINVAL;
 	if (f->type == SL_WIRE_HELLO && !node_id_valid(f->u.hello.node_id))
+		return -EINVAL;
+	if (f->type == SL_WIRE_AUTH && !node_id_valid(f->u.auth.node_id))
 		return -EINVAL;
 	if (!fields_valid(f))
 		return -EINVAL;
@@ -254,6 +280,16 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	case SL_WIRE_BYE:
 		put_u64(p + 32, f->u.bye.incarnation);
 		put_u32(p + 40, f->u.bye.reason);
+		break;
+	case SL_WIRE_AUTH:
+		put_u32(p + 32, f->u.auth.node_id);
+		put_u16(p + 36, f->u.auth.step);
+		put_u16(p + 38, f->u.auth.mode);
+		put_u64(p + 40, f->u.auth.incarnation);
+		put_u64(p + 48, f->u.auth.key_id);
+		put_u64(p + 56, f->u.auth.key_id2);
+		memcpy(p + 64, f->u.auth.nonce, SL_WIRE_AUTH_NONCE_LEN);
+		memcpy(p + 96, f->u.auth.proof, SL_WIRE_AUTH_PROOF_LEN);
 		break;
 	default:
 		break;
@@ -365,6 +401,18 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 			return -EPROTO;
 		tmp.u.bye.incarnation = get_u64(p + 32);
 		tmp.u.bye.reason = get_u32(p + 40);
+		break;
+	case SL_WIRE_AUTH:
+		tmp.u.auth.node_id = get_u32(p + 32);
+		if (!node_id_valid(tmp.u.auth.node_id))
+			return -EPROTO;
+		tmp.u.auth.step = get_u16(p + 36);
+		tmp.u.auth.mode = get_u16(p + 38);
+		tmp.u.auth.incarnation = get_u64(p + 40);
+		tmp.u.auth.key_id = get_u64(p + 48);
+		tmp.u.auth.key_id2 = get_u64(p + 56);
+		memcpy(tmp.u.auth.nonce, p + 64, SL_WIRE_AUTH_NONCE_LEN);
+		memcpy(tmp.u.auth.proof, p + 96, SL_WIRE_AUTH_PROOF_LEN);
 		break;
 	default:
 		break;

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "raw_peer.h"
 #include "sl_wire.h"
 #include "sluice.h"
 #include "testutil.h"
@@ -350,20 +352,17 @@ static int rogue_connect(const char *src_ip, uint16_t port)
 	return fd;
 }
 
-/* Encode @f and write it with @payload; false when the daemon already
- * closed the connection. */
-static bool rogue_send(int fd, const struct sl_wire_frame *f, const void *payload)
+/* Step 1 of the handshake in mode none as @node, pipelined (the rogue
+ * does not wait for the answer). */
+static void rogue_auth1(int fd, uint32_t node, uint64_t incarnation)
 {
-	uint8_t hdr[SL_WIRE_HDR_MAX];
-	int n = sl_wire_encode(f, hdr, sizeof(hdr));
+	struct sl_wire_frame f = { .type = SL_WIRE_AUTH };
 
-	H_ASSERT(n > 0, "encode type %u: %d", f->type, n);
-	if (send(fd, hdr, (size_t)n, MSG_NOSIGNAL) != n)
-		return false;
-	if (f->payload_len &&
-	    send(fd, payload, f->payload_len, MSG_NOSIGNAL) != (ssize_t)f->payload_len)
-		return false;
-	return true;
+	f.u.auth.node_id = node;
+	f.u.auth.step = 1;
+	f.u.auth.incarnation = incarnation;
+	H_EQ(peer_auth_nonce(f.u.auth.nonce), 0);
+	raw_send(fd, &f, NULL);
 }
 
 static void rogue_hello(int fd, uint32_t node, uint64_t incarnation, uint64_t peer_incarnation)
@@ -375,7 +374,7 @@ static void rogue_hello(int fd, uint32_t node, uint64_t incarnation, uint64_t pe
 	f.u.hello.incarnation = incarnation;
 	f.u.hello.credits = 256;
 	f.u.hello.peer_incarnation = peer_incarnation;
-	rogue_send(fd, &f, NULL);
+	raw_send(fd, &f, NULL);
 }
 
 /* @n EAGERs "INJECTED i" to @to's victim port, seq 1..n. */
@@ -392,7 +391,7 @@ static void rogue_eagers(int fd, uint32_t to, unsigned n)
 		f.u.eager.src_port = ROGUE_SRC_PORT;
 		f.u.eager.dst_port = VICTIM_PORT;
 		f.u.eager.dst_node = to;
-		if (!rogue_send(fd, &f, text))
+		if (!raw_send(fd, &f, text))
 			return;
 	}
 }
@@ -542,6 +541,7 @@ START_TEST(wrong_address_refused)
 	victim_open(&v, &nodes[ACC]);
 
 	fd = rogue_connect("127.0.0.2", nodes[ACC].tcp_port);
+	rogue_auth1(fd, nodes[DIAL].node, 0x524f475545000002ull);
 	rogue_hello(fd, nodes[DIAL].node, 0x524f475545000002ull, 0);
 	rogue_eagers(fd, nodes[ACC].node, 1);
 	ms = rogue_wait_closed(fd, 7000);
@@ -551,8 +551,21 @@ START_TEST(wrong_address_refused)
 	H_ASSERT(ms >= 0, "the connection from 127.0.0.2 stayed open");
 	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 0);
 	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_address"), 1);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 1);
 	printf("wrong_address_refused: HELLO from 127.0.0.2 closed after %lld ms\n",
 	       (long long)ms);
+
+	/* The same from the configured address is taken: only the address
+	 * was wrong. */
+	{
+		struct raw_auth a = { .node = nodes[DIAL].node, .incarnation = 0x524f475545000003ull,
+				      .to_node = nodes[ACC].node };
+
+		fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+		H_EQ(raw_hello(fd, &a, 5000), 0);
+		H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 1);
+		close(fd);
+	}
 	h_daemon_stop(&nodes[ACC]);
 }
 END_TEST
@@ -592,6 +605,7 @@ START_TEST(live_link_keeps_state)
 	tx_seq0 = link_stat(&nodes[ACC], names[DIAL], "tx_seq");
 
 	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	rogue_auth1(fd, nodes[DIAL].node, strtoull(inc_dial, NULL, 16));
 	rogue_hello(fd, nodes[DIAL].node, strtoull(inc_dial, NULL, 16),
 		    strtoull(inc_acc, NULL, 16));
 	rogue_eagers(fd, nodes[ACC].node, 50);
@@ -606,9 +620,351 @@ START_TEST(live_link_keeps_state)
 		 (unsigned long long)tx_seq0, (unsigned long long)tx_seq1);
 	H_ASSERT(ms >= 0, "the second connection stayed open");
 	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_live"), 1);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 1);
 	printf("live_link_keeps_state: second HELLO closed after %lld ms; tx_seq %llu -> %llu\n",
 	       (long long)ms, (unsigned long long)tx_seq0, (unsigned long long)tx_seq1);
 	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* (d) with a cluster key                                                */
+/* ------------------------------------------------------------------ */
+
+struct keyfile {
+	char path[128];
+	struct peer_key key;
+};
+
+/* A new key file (sluiced --keygen's code), read back. */
+static void key_make(struct keyfile *kf, const char *tag)
+{
+	char err[512];
+
+	snprintf(kf->path, sizeof(kf->path), "/tmp/sluice-test-auth-%d-%s.key", (int)getpid(),
+		 tag);
+	(void)unlink(kf->path);
+	H_ASSERT(peer_key_generate(kf->path, err, sizeof(err)) == 0, "%s", err);
+	H_ASSERT(peer_key_load(kf->path, &kf->key, err, sizeof(err)) == 0, "%s", err);
+}
+
+static void key_drop(struct keyfile *kf)
+{
+	H_EQ(unlink(kf->path), 0);
+}
+
+/* The [security] section of a keyed node. */
+static const char *conf_keys(char *buf, size_t cap, const struct keyfile *key,
+			     const struct keyfile *prev)
+{
+	int n = snprintf(buf, cap, "[security]\nmode = authenticate\nkey_file = %s\n", key->path);
+
+	if (prev)
+		snprintf(buf + n, cap - (size_t)n, "previous_key_file = %s\n", prev->path);
+	return buf;
+}
+
+static void expect_auth_how(const struct h_daemon *d, const char *peer, const char *how)
+{
+	char key[96], val[32];
+
+	h_daemon_stat_str(d, link_key(key, sizeof(key), peer, "auth"), val, sizeof(val));
+	H_ASSERT(strcmp(val, how) == 0, "%s: link %s authenticated by '%s', want '%s'", d->name,
+		 peer, val, how);
+}
+
+/*
+ * Two keyed nodes link up, both sides by key.  A stranger with another
+ * key is refused at step 1 (no key in common); one that claims the
+ * cluster key's id but proves with its own is refused at step 3 (bad
+ * proof), its pipelined HELLO and EAGER dropped.  Bystanders see nothing.
+ */
+START_TEST(wrong_key_refused)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct keyfile k, wrong;
+	struct bystanders bys;
+	struct victim v;
+	struct link_snap before;
+	char conf[512];
+	int fd, rc;
+
+	roles(names);
+	key_make(&k, "k");
+	key_make(&wrong, "wrong");
+	h_cluster_start_conf(nodes, names, 2, conf_keys(conf, sizeof(conf), &k, NULL));
+	expect_auth_how(&nodes[ACC], names[DIAL], "key");
+	expect_auth_how(&nodes[DIAL], names[ACC], "key");
+	victim_open(&v, &nodes[ACC]);
+	bystanders_start(&bys, nodes);
+	link_snap(nodes, names, &before);
+
+	{
+		struct raw_auth a = { .key = &wrong.key, .node = nodes[DIAL].node,
+				      .incarnation = 0x4b45590000000001ull,
+				      .to_node = nodes[ACC].node };
+
+		fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+		rc = raw_handshake(fd, &a, 5000);
+		H_ASSERT(rc == -ECONNRESET, "another key: handshake %d, want refused", rc);
+		close(fd);
+	}
+	{
+		struct raw_auth a = { .key = &wrong.key, .key_id = k.key.id, .no_check = true,
+				      .node = nodes[DIAL].node,
+				      .incarnation = 0x4b45590000000002ull,
+				      .to_node = nodes[ACC].node };
+
+		fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+		H_EQ(raw_handshake(fd, &a, 5000), 0);	/* step 3 went out */
+		rogue_hello(fd, nodes[DIAL].node, a.incarnation, 0);
+		rogue_eagers(fd, nodes[ACC].node, 1);
+		H_ASSERT(rogue_wait_closed(fd, 7000) >= 0, "bad proof: connection stayed open");
+		close(fd);
+	}
+
+	victim_expect_nothing(&v);
+	bystanders_finish(&bys);
+	link_expect_same(nodes, names, &before);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_key"), 1);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_proof"), 1);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 2);
+	printf("wrong_key_refused: another key refused at step 1, a bad proof at step 3\n");
+	h_cluster_stop(nodes, 2);
+	key_drop(&k);
+	key_drop(&wrong);
+}
+END_TEST
+
+/*
+ * A keyed accepter alone (its dialer configured, not running).  A raw
+ * peer with the key does the whole handshake and gets the daemon's HELLO
+ * (the link comes up, by key).  Its recorded steps 1 and 3 sent again on
+ * a new connection are refused as a replay; a fresh step 1 followed by
+ * the old step 3 fails its proof.
+ */
+START_TEST(replayed_handshake_refused)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct keyfile k;
+	char conf[512];
+	struct raw_auth a;
+	int fd, i;
+
+	roles(names);
+	key_make(&k, "k");
+	memset(nodes, 0, sizeof(nodes));
+	snprintf(nodes[DIAL].name, sizeof(nodes[DIAL].name), "%s", names[DIAL]);
+	nodes[DIAL].node = sl_node_id(names[DIAL]);
+	nodes[DIAL].tcp_port = h_free_port();
+	h_daemon_start_conf(&nodes[ACC], names[ACC], h_free_port(), &nodes[DIAL], 1,
+			    conf_keys(conf, sizeof(conf), &k, NULL));
+
+	a = (struct raw_auth){ .key = &k.key, .node = nodes[DIAL].node,
+			       .incarnation = 0x5245504c41590001ull, .to_node = nodes[ACC].node };
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	H_EQ(raw_hello(fd, &a, 5000), 0);
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 1);
+	expect_auth_how(&nodes[ACC], names[DIAL], "key");
+	close(fd);
+	for (i = 0; i < 100 && h_daemon_stat(&nodes[ACC], "daemon.auth_handshakes") != 1; i++)
+		h_sleep_ms(50);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_handshakes"), 1);
+
+	/* The recorded handshake, word for word. */
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	H_EQ(send(fd, a.step1, sizeof(a.step1), MSG_NOSIGNAL), (ssize_t)sizeof(a.step1));
+	(void)!send(fd, a.step3, sizeof(a.step3), MSG_NOSIGNAL);
+	H_ASSERT(rogue_wait_closed(fd, 7000) >= 0, "replay: connection stayed open");
+	close(fd);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_replay"), 1);
+
+	/* A fresh step 1 does not make the old step 3 good. */
+	fd = rogue_connect("127.0.0.1", nodes[ACC].tcp_port);
+	{
+		struct sl_wire_frame f = { .type = SL_WIRE_AUTH };
+
+		f.u.auth.node_id = nodes[DIAL].node;
+		f.u.auth.step = 1;
+		f.u.auth.mode = 1;
+		f.u.auth.incarnation = a.incarnation;
+		f.u.auth.key_id = k.key.id;
+		H_EQ(peer_auth_nonce(f.u.auth.nonce), 0);
+		H_ASSERT(raw_send(fd, &f, NULL), "send step 1");
+	}
+	(void)!send(fd, a.step3, sizeof(a.step3), MSG_NOSIGNAL);
+	H_ASSERT(rogue_wait_closed(fd, 7000) >= 0, "old step 3: connection stayed open");
+	close(fd);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_proof"), 1);
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 2);
+	printf("replayed_handshake_refused: the recorded handshake refused as a replay, "
+	       "its step 3 after a fresh step 1 as a bad proof\n");
+	h_daemon_stop(&nodes[ACC]);
+	key_drop(&k);
+}
+END_TEST
+
+/*
+ * Rotation: a node that has the new key with the old one as
+ * previous_key_file links with a node that has only the old key, in
+ * either role; both prove with the key they share.
+ */
+START_TEST(previous_key_accepted)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct keyfile old, new;
+	char conf_old[512], conf_both[512];
+	const char *confs[2];
+	int round;
+
+	roles(names);
+	key_make(&old, "old");
+	key_make(&new, "new");
+	conf_keys(conf_old, sizeof(conf_old), &old, NULL);
+	conf_keys(conf_both, sizeof(conf_both), &new, &old);
+	for (round = 0; round < 2; round++) {
+		confs[DIAL] = round == 0 ? conf_old : conf_both;
+		confs[ACC] = round == 0 ? conf_both : conf_old;
+		h_cluster_start_confs(nodes, names, 2, confs);
+		expect_auth_how(&nodes[ACC], names[DIAL], "key");
+		expect_auth_how(&nodes[DIAL], names[ACC], "key");
+		H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures"), 0);
+		H_EQ(h_daemon_stat(&nodes[DIAL], "daemon.auth_failures"), 0);
+		h_cluster_stop(nodes, 2);
+	}
+	printf("previous_key_accepted: old key <-> new key with the old as previous, "
+	       "both roles\n");
+	key_drop(&old);
+	key_drop(&new);
+}
+END_TEST
+
+/*
+ * A reload applies a new key: the accepter's key file gets a new key
+ * under the same name and SIGHUP; the live link stays; the dialer
+ * restarted with the new key links up, which the old key alone would not
+ * let it.
+ */
+START_TEST(reload_applies_key)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct keyfile acc, dial_old, dial_new;
+	char conf_acc[512], conf_dial[512];
+	const char *confs[2];
+	char err[512];
+	int i;
+
+	roles(names);
+	key_make(&acc, "acc");
+	key_make(&dial_new, "dialnew");
+	/* The dialer's old key: a copy of the accepter's first one. */
+	snprintf(dial_old.path, sizeof(dial_old.path), "/tmp/sluice-test-auth-%d-dialold.key",
+		 (int)getpid());
+	{
+		int fd;
+
+		(void)unlink(dial_old.path);
+		fd = open(dial_old.path, O_WRONLY | O_CREAT | O_EXCL, 0400);
+		H_ASSERT(fd >= 0, "%s: %s", dial_old.path, strerror(errno));
+		H_EQ(write(fd, acc.key.bytes, PEER_KEY_LEN), (ssize_t)PEER_KEY_LEN);
+		H_EQ(close(fd), 0);
+	}
+	confs[ACC] = conf_keys(conf_acc, sizeof(conf_acc), &acc, NULL);
+	confs[DIAL] = conf_keys(conf_dial, sizeof(conf_dial), &dial_old, NULL);
+	h_cluster_start_confs(nodes, names, 2, confs);
+	expect_auth_how(&nodes[ACC], names[DIAL], "key");
+
+	/* The accepter's key file now holds dial_new's key. */
+	H_EQ(unlink(acc.path), 0);
+	{
+		int fd = open(acc.path, O_WRONLY | O_CREAT | O_EXCL, 0400);
+
+		H_ASSERT(fd >= 0, "%s: %s", acc.path, strerror(errno));
+		H_EQ(write(fd, dial_new.key.bytes, PEER_KEY_LEN), (ssize_t)PEER_KEY_LEN);
+		H_EQ(close(fd), 0);
+	}
+	H_EQ(kill(nodes[ACC].pid, SIGHUP), 0);
+	for (i = 0; i < 100 && log_count(&nodes[ACC], "peer keys read again") == 0; i++)
+		h_sleep_ms(50);
+	H_EQ(log_count(&nodes[ACC], "peer keys read again"), 1);
+	h_wait_link(&nodes[DIAL], &nodes[ACC]);	/* the live link stays */
+	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 1);
+
+	h_daemon_kill(&nodes[DIAL]);
+	h_daemon_restart(&nodes[DIAL], &nodes[ACC], 1,
+			 conf_keys(conf_dial, sizeof(conf_dial), &dial_new, NULL));
+	h_wait_link(&nodes[DIAL], &nodes[ACC]);
+	h_wait_link(&nodes[ACC], &nodes[DIAL]);
+	expect_auth_how(&nodes[ACC], names[DIAL], "key");
+	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_handshakes"), 2);
+	H_ASSERT(peer_key_load(acc.path, &acc.key, err, sizeof(err)) == 0, "%s", err);
+	H_EQ(acc.key.id, dial_new.key.id);
+	printf("reload_applies_key: SIGHUP read the new key; the dialer with it linked up\n");
+	h_cluster_stop(nodes, 2);
+	key_drop(&acc);
+	key_drop(&dial_old);
+	key_drop(&dial_new);
+}
+END_TEST
+
+/* The daemon's own checks of key files: a key others may read stops
+ * the start with the fix, --keygen never overwrites, writes 0400, and
+ * mode encrypt is refused for now. */
+START_TEST(key_file_rules)
+{
+	char bin[256], conf_path[160], keypath[160], out[2048];
+	const char *top = getenv("top_builddir");
+	struct stat st;
+	FILE *f;
+	int rc;
+
+	snprintf(bin, sizeof(bin), "%s/daemon/sluiced", top && *top ? top : ".");
+	snprintf(keypath, sizeof(keypath), "/tmp/sluice-test-auth-%d-rules.key", (int)getpid());
+	snprintf(conf_path, sizeof(conf_path), "/tmp/sluice-test-auth-%d-rules.conf",
+		 (int)getpid());
+	(void)unlink(keypath);
+	{
+		const char *argv[] = { bin, "--keygen", keypath, NULL };
+
+		H_EQ(h_run(argv, out, sizeof(out), 10000), 0);
+		H_EQ(stat(keypath, &st), 0);
+		H_EQ(st.st_mode & 07777, 0400);
+		H_EQ(st.st_size, 32);
+		rc = h_run(argv, out, sizeof(out), 10000);
+		H_EQ(rc, 1);
+		H_ASSERT(strstr(out, "never overwritten"), "keygen over a key: %s", out);
+	}
+	f = fopen(conf_path, "w");
+	H_ASSERT(f, "%s", conf_path);
+	fprintf(f, "[security]\nmode = authenticate\nkey_file = %s\n", keypath);
+	H_EQ(fclose(f), 0);
+	{
+		const char *argv[] = { bin, "-c", conf_path, "--check-config", NULL };
+
+		H_EQ(h_run(argv, out, sizeof(out), 10000), 0);
+		H_EQ(chmod(keypath, 0640), 0);
+		rc = h_run(argv, out, sizeof(out), 10000);
+		H_EQ(rc, 1);	/* as the start: a problem of this host, not of the file */
+		H_ASSERT(strstr(out, keypath) && strstr(out, "chmod 0400"),
+			 "group-readable key: %s", out);
+	}
+	f = fopen(conf_path, "w");
+	H_ASSERT(f, "%s", conf_path);
+	fprintf(f, "[security]\nmode = encrypt\nkey_file = %s\n", keypath);
+	H_EQ(fclose(f), 0);
+	{
+		const char *argv[] = { bin, "-c", conf_path, "--check-config", NULL };
+
+		rc = h_run(argv, out, sizeof(out), 10000);
+		H_EQ(rc, 2);
+		H_ASSERT(strstr(out, "not implemented yet"), "mode encrypt: %s", out);
+	}
+	H_EQ(unlink(keypath), 0);
+	H_EQ(unlink(conf_path), 0);
 }
 END_TEST
 
@@ -711,6 +1067,11 @@ int main(void)
 	tcase_add_test(h_tcase(s, "hijack_refused", 120), hijack_refused);
 	tcase_add_test(h_tcase(s, "wrong_address_refused", 60), wrong_address_refused);
 	tcase_add_test(h_tcase(s, "live_link_keeps_state", 120), live_link_keeps_state);
+	tcase_add_test(h_tcase(s, "wrong_key_refused", 120), wrong_key_refused);
+	tcase_add_test(h_tcase(s, "replayed_handshake_refused", 60), replayed_handshake_refused);
+	tcase_add_test(h_tcase(s, "previous_key_accepted", 120), previous_key_accepted);
+	tcase_add_test(h_tcase(s, "reload_applies_key", 120), reload_applies_key);
+	tcase_add_test(h_tcase(s, "key_file_rules", 60), key_file_rules);
 	tcase_add_test(h_tcase(s, "version2_refused", 60), version2_refused);
 	tcase_add_test(h_tcase(s, "outsider_logs_bounded", 120), outsider_logs_bounded);
 	return h_run_suite(s);

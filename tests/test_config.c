@@ -136,15 +136,15 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [ports] 5000 = group:no-such-group-here: no such group" },
 	/* Sections. */
 	{ "unknown section", "[bogus]\n", -EINVAL,
-	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
+	  ":1: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, security, peers, ports)" },
 	{ "unknown empty section later", "; comment\n[daemon]\nnode = a\n\n[bogus]\n", -EINVAL,
-	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
+	  ":5: [bogus]: unknown section (allowed: daemon, transport, limits, rcache, fault, security, peers, ports)" },
 	{ "section name is case-sensitive", "[Daemon]\nnode = a\n", -EINVAL,
-	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
+	  ":1: [Daemon]: unknown section (allowed: daemon, transport, limits, rcache, fault, security, peers, ports)" },
 	{ "text after section header", "[daemon] extra\n", -EINVAL,
 	  ":1: [daemon]: text after the section header (allowed: a ; comment)" },
 	{ "key before any section", "node = a\n", -EINVAL,
-	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault] or [peers])" },
+	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault], [security] or [peers])" },
 
 	/* Unknown keys, one per section. */
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
@@ -164,7 +164,7 @@ static const struct bad_case bad_cases[] = {
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
 	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
-	  ":1: [RCache]: unknown section (allowed: daemon, transport, limits, rcache, fault, peers, ports)" },
+	  ":1: [RCache]: unknown section (allowed: daemon, transport, limits, rcache, fault, security, peers, ports)" },
 
 	/* Syntax (reported by inih). */
 	{ "line without =", "[daemon]\nnode = a\n\njunk\n", -EINVAL, ":4: syntax error" },

@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 
 #include "harness.h"
+#include "raw_peer.h"
 #include "sl_wire.h"
 #include "sluice.h"
 
@@ -93,19 +94,13 @@ static void send_frame(int fd, struct sl_wire_frame *f, const void *payload)
 		H_EQ(write(fd, payload, f->payload_len), (ssize_t)f->payload_len);
 }
 
-/* Connect as node @peer_id and exchange HELLOs. */
+/* Connect as node @peer_id: the handshake (mode none), then HELLOs. */
 static int peer_hello(const struct h_daemon *b, uint32_t peer_id)
 {
-	struct sl_wire_frame f = { .type = SL_WIRE_HELLO };
+	struct raw_auth a = { .node = peer_id, .incarnation = 42, .to_node = b->node };
 	int fd = h_tcp_connect(b->tcp_port);
 
-	f.u.hello.node_id = peer_id;
-	f.u.hello.eager_max = 65536;
-	f.u.hello.incarnation = 42;
-	f.u.hello.credits = 64;
-	send_frame(fd, &f, NULL);
-	expect_frame(fd, SL_WIRE_HELLO, &f);
-	H_EQ(f.u.hello.node_id, b->node);
+	H_EQ(raw_hello(fd, &a, 5000), 0);
 	return fd;
 }
 

@@ -28,7 +28,7 @@
 static const uint8_t all_types[] = {
 	SL_WIRE_HELLO, SL_WIRE_EAGER, SL_WIRE_ACK, SL_WIRE_NAK,
 	SL_WIRE_RTS, SL_WIRE_RTR, SL_WIRE_FIN, SL_WIRE_WRITE, SL_WIRE_DONE,
-	SL_WIRE_BYE,
+	SL_WIRE_BYE, SL_WIRE_AUTH,
 };
 #define N_TYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -63,18 +63,20 @@ static uint32_t spec_hdr_len(uint8_t type)
 		return 48;
 	case SL_WIRE_BYE:
 		return 48;
+	case SL_WIRE_AUTH:
+		return 128;
 	default:
 		return 0;
 	}
 }
 
 /* The version byte of every frame. */
-#define SPEC_VERSION 2u
+#define SPEC_VERSION 3u
 
 /*
  * Sequenced frames (seq >= 1): the data frames EAGER and RTS and, since
  * version 2, the control frames NAK, RTR, FIN and DONE.  HELLO, ACK,
- * WRITE and BYE carry seq 0.
+ * WRITE, BYE and (version 3) AUTH carry seq 0.
  */
 static int spec_is_sequenced(uint8_t type)
 {
@@ -98,7 +100,7 @@ static const uint8_t sequenced_types[] = {
 #define N_SEQUENCED_TYPES (sizeof(sequenced_types) / sizeof(sequenced_types[0]))
 
 static const uint8_t unsequenced_types[] = {
-	SL_WIRE_HELLO, SL_WIRE_ACK, SL_WIRE_WRITE, SL_WIRE_BYE,
+	SL_WIRE_HELLO, SL_WIRE_ACK, SL_WIRE_WRITE, SL_WIRE_BYE, SL_WIRE_AUTH,
 };
 #define N_UNSEQUENCED_TYPES (sizeof(unsequenced_types) / sizeof(unsequenced_types[0]))
 
@@ -251,6 +253,18 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.bye.incarnation = 0xb1b2b3b4b5b6b7b8ull;
 		f.u.bye.reason = 0;			/* the only one in version 2 */
 		break;
+	case SL_WIRE_AUTH:
+		/* Step 2 in mode 1: nonce and proof both present. */
+		f.u.auth.node_id = 0xa1a2a3a4u;
+		f.u.auth.step = 2;
+		f.u.auth.mode = 1;
+		f.u.auth.incarnation = 0xb1b2b3b4b5b6b7b8ull;
+		f.u.auth.key_id = 0xc1c2c3c4c5c6c7c8ull;
+		for (int i = 0; i < 32; i++) {
+			f.u.auth.nonce[i] = (uint8_t)(0x40 + i);
+			f.u.auth.proof[i] = (uint8_t)(0x80 + i);
+		}
+		break;
 	default:
 		break;
 	}
@@ -310,6 +324,14 @@ static int frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_BYE:
 		return a->u.bye.incarnation == b->u.bye.incarnation &&
 		       a->u.bye.reason == b->u.bye.reason;
+	case SL_WIRE_AUTH:
+		return a->u.auth.node_id == b->u.auth.node_id &&
+		       a->u.auth.step == b->u.auth.step && a->u.auth.mode == b->u.auth.mode &&
+		       a->u.auth.incarnation == b->u.auth.incarnation &&
+		       a->u.auth.key_id == b->u.auth.key_id &&
+		       a->u.auth.key_id2 == b->u.auth.key_id2 &&
+		       memcmp(a->u.auth.nonce, b->u.auth.nonce, 32) == 0 &&
+		       memcmp(a->u.auth.proof, b->u.auth.proof, 32) == 0;
 	case SL_WIRE_ACK:
 		return 1;
 	default:
@@ -380,6 +402,16 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 	case SL_WIRE_BYE:
 		ck_assert_uint_eq(a->u.bye.incarnation, b->u.bye.incarnation);
 		ck_assert_uint_eq(a->u.bye.reason, b->u.bye.reason);
+		break;
+	case SL_WIRE_AUTH:
+		ck_assert_uint_eq(a->u.auth.node_id, b->u.auth.node_id);
+		ck_assert_uint_eq(a->u.auth.step, b->u.auth.step);
+		ck_assert_uint_eq(a->u.auth.mode, b->u.auth.mode);
+		ck_assert_uint_eq(a->u.auth.incarnation, b->u.auth.incarnation);
+		ck_assert_uint_eq(a->u.auth.key_id, b->u.auth.key_id);
+		ck_assert_uint_eq(a->u.auth.key_id2, b->u.auth.key_id2);
+		ck_assert_mem_eq(a->u.auth.nonce, b->u.auth.nonce, 32);
+		ck_assert_mem_eq(a->u.auth.proof, b->u.auth.proof, 32);
 		break;
 	default:
 		break;
@@ -515,6 +547,16 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 	case SL_WIRE_BYE:
 		put_le64(p + 32, f->u.bye.incarnation);
 		put_le32(p + 40, f->u.bye.reason);
+		break;
+	case SL_WIRE_AUTH:
+		put_le32(p + 32, f->u.auth.node_id);
+		put_le16(p + 36, f->u.auth.step);
+		put_le16(p + 38, f->u.auth.mode);
+		put_le64(p + 40, f->u.auth.incarnation);
+		put_le64(p + 48, f->u.auth.key_id);
+		put_le64(p + 56, f->u.auth.key_id2);
+		memcpy(p + 64, f->u.auth.nonce, 32);
+		memcpy(p + 96, f->u.auth.proof, 32);
 		break;
 	default:
 		break;
@@ -703,6 +745,33 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
 			return 1;
 		break;
+	case SL_WIRE_AUTH:
+		/* Judged on the whole header: the rules tie fields together. */
+		if (HAVE(32, 4) && (get_le(p + 32, 4) == SL_NODE_LOCAL ||
+				    get_le(p + 32, 4) == SL_NODE_ANY))
+			return 1;
+		if (HAVE(36, 2) && (get_le(p + 36, 2) < 1 || get_le(p + 36, 2) > 3))
+			return 1;
+		if (HAVE(38, 2) && get_le(p + 38, 2) > 1)
+			return 1;
+		if (HAVE(40, 8) && get_le(p + 40, 8) == 0)
+			return 1;
+		if (HAVE(128, 0)) {
+			uint64_t step = get_le(p + 36, 2), mode = get_le(p + 38, 2);
+			int nonce0 = 1, proof0 = 1;
+
+			for (int i = 0; i < 32; i++) {
+				nonce0 &= p[64 + i] == 0;
+				proof0 &= p[96 + i] == 0;
+			}
+			if (step != 1 && get_le(p + 56, 8) != 0)
+				return 1;
+			if (step == 3 && !nonce0)
+				return 1;
+			if ((step == 1 || mode == 0) && !proof0)
+				return 1;
+		}
+		break;
 	default:
 		break;
 	}
@@ -729,16 +798,19 @@ START_TEST(test_hdr_len)
 	ck_assert_uint_eq(SL_WIRE_BYE, 10);
 	ck_assert_uint_eq(SL_WIRE_BYE_LEN, 48);
 	ck_assert_uint_eq(SL_WIRE_HELLO_LEN, 72);	/* 64 in version 1 */
-	ck_assert_uint_eq(SL_WIRE_VERSION, 2);
+	ck_assert_uint_eq(SL_WIRE_AUTH, 11);
+	ck_assert_uint_eq(SL_WIRE_AUTH_LEN, 128);
+	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_AUTH), SL_WIRE_AUTH_LEN);
+	ck_assert_uint_eq(SL_WIRE_VERSION, 3);
 	ck_assert_uint_eq(sl_wire_hdr_len(0), 0);
-	ck_assert_uint_eq(sl_wire_hdr_len(11), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(12), 0);
+	ck_assert_uint_eq(sl_wire_hdr_len(13), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(SL_WIRE_TYPE_MAX + 1), 0);
 	ck_assert_uint_eq(sl_wire_hdr_len(255), 0);
-	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 10);
-	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, SL_WIRE_BYE);
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, 11);
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX, SL_WIRE_AUTH);
 	ck_assert_uint_eq(N_TYPES, SL_WIRE_TYPE_MAX);
-	/* Every type byte: exactly 1..10 are known, with the documented
+	/* Every type byte: exactly 1..11 are known, with the documented
 	 * lengths, and the largest is SL_WIRE_HDR_MAX. */
 	uint32_t max = 0;
 	for (unsigned t = 0; t < 256; t++) {
@@ -1039,8 +1111,8 @@ END_TEST
 START_TEST(test_exact_bytes_eager)
 {
 	static const uint8_t want[SL_WIRE_EAGER_LEN] = {
-		/* 0 version 2, type 2, flags */
-		0x02, 0x02, 0x00, 0x00,
+		/* 0 version 3, type 2, flags */
+		0x03, 0x02, 0x00, 0x00,
 		/* 4 hdr_len = 56 */
 		0x38, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 5 */
@@ -1069,7 +1141,7 @@ START_TEST(test_exact_bytes_eager)
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_EAGER_LEN);
 	ck_assert_mem_eq(buf, want, sizeof(want));
-	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], 3);
 	ck_assert_uint_eq(buf[0], SL_WIRE_VERSION);
 	ck_assert_uint_eq(buf[16], 0x18);
 	ck_assert_uint_eq(buf[23], 0x11);
@@ -1112,8 +1184,8 @@ static void check_golden(uint8_t type, const uint8_t *want, size_t n)
 START_TEST(test_exact_bytes_rts)
 {
 	static const uint8_t want[SL_WIRE_RTS_LEN] = {
-		/* 0 version 2, type 5, flags */
-		0x02, 0x05, 0x00, 0x00,
+		/* 0 version 3, type 5, flags */
+		0x03, 0x05, 0x00, 0x00,
 		/* 4 hdr_len = 72 */
 		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1147,8 +1219,8 @@ END_TEST
 START_TEST(test_exact_bytes_rtr)
 {
 	static const uint8_t want[SL_WIRE_RTR_LEN] = {
-		/* 0 version 2, type 6, flags */
-		0x02, 0x06, 0x00, 0x00,
+		/* 0 version 3, type 6, flags */
+		0x03, 0x06, 0x00, 0x00,
 		/* 4 hdr_len = 72 */
 		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1206,8 +1278,8 @@ END_TEST
 START_TEST(test_exact_bytes_fin)
 {
 	static const uint8_t want[SL_WIRE_FIN_LEN] = {
-		/* 0 version 2, type 7, flags */
-		0x02, 0x07, 0x00, 0x00,
+		/* 0 version 3, type 7, flags */
+		0x03, 0x07, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1233,8 +1305,8 @@ END_TEST
 START_TEST(test_exact_bytes_write)
 {
 	static const uint8_t want[SL_WIRE_WRITE_LEN] = {
-		/* 0 version 2, type 8, flags */
-		0x02, 0x08, 0x00, 0x00,
+		/* 0 version 3, type 8, flags */
+		0x03, 0x08, 0x00, 0x00,
 		/* 4 hdr_len = 56 */
 		0x38, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 7 */
@@ -1264,8 +1336,8 @@ END_TEST
 START_TEST(test_exact_bytes_done)
 {
 	static const uint8_t want[SL_WIRE_DONE_LEN] = {
-		/* 0 version 2, type 9, flags */
-		0x02, 0x09, 0x00, 0x00,
+		/* 0 version 3, type 9, flags */
+		0x03, 0x09, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1288,11 +1360,119 @@ START_TEST(test_exact_bytes_done)
 }
 END_TEST
 
+START_TEST(test_exact_bytes_auth)
+{
+	static const uint8_t want[SL_WIRE_AUTH_LEN] = {
+		/* 0 version 3, type 11, flags */
+		0x03, 0x0b, 0x00, 0x00,
+		/* 4 hdr_len = 128 */
+		0x80, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: AUTH is not sequenced */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+		/* 32 node_id */
+		0xa4, 0xa3, 0xa2, 0xa1,
+		/* 36 step 2, 38 mode 1 */
+		0x02, 0x00, 0x01, 0x00,
+		/* 40 incarnation */
+		0xb8, 0xb7, 0xb6, 0xb5, 0xb4, 0xb3, 0xb2, 0xb1,
+		/* 48 key_id */
+		0xc8, 0xc7, 0xc6, 0xc5, 0xc4, 0xc3, 0xc2, 0xc1,
+		/* 56 key_id2: step 1 only */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 64 nonce */
+		0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47,
+		0x48, 0x49, 0x4a, 0x4b, 0x4c, 0x4d, 0x4e, 0x4f,
+		0x50, 0x51, 0x52, 0x53, 0x54, 0x55, 0x56, 0x57,
+		0x58, 0x59, 0x5a, 0x5b, 0x5c, 0x5d, 0x5e, 0x5f,
+		/* 96 proof */
+		0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87,
+		0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+		0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,
+		0x98, 0x99, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f,
+	};
+
+	check_golden(SL_WIRE_AUTH, want, sizeof(want));
+}
+END_TEST
+
+/* The AUTH field rules of sl_wire.h, each broken once from a valid frame:
+ * the encoder refuses it and the decoders refuse its bytes. */
+START_TEST(test_auth_rules)
+{
+	struct sl_wire_frame f;
+
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.node_id = SL_NODE_LOCAL;
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.node_id = SL_NODE_ANY;
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.incarnation = 0;
+	expect_invalid(&f);
+	for (unsigned step = 0; step < 8; step++) {
+		f = make_frame(SL_WIRE_AUTH);
+		f.u.auth.step = (uint16_t)step;
+		memset(f.u.auth.proof, 0, sizeof(f.u.auth.proof));	/* fits step 1 */
+		if (step == 3)
+			memset(f.u.auth.nonce, 0, sizeof(f.u.auth.nonce));
+		if (step >= 1 && step <= 3)
+			continue;	/* valid; checked below */
+		expect_invalid(&f);
+	}
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.mode = 2;
+	expect_invalid(&f);
+	/* key_id2 only in step 1. */
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.key_id2 = 1;
+	expect_invalid(&f);
+	/* No proof in step 1, none in mode 0; no nonce in step 3. */
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.step = 1;
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.mode = 0;
+	expect_invalid(&f);
+	f = make_frame(SL_WIRE_AUTH);
+	f.u.auth.step = 3;
+	expect_invalid(&f);
+	/* ... and the frames that keep them are good. */
+	{
+		uint8_t buf[SL_WIRE_HDR_MAX];
+
+		f = make_frame(SL_WIRE_AUTH);
+		f.u.auth.step = 1;
+		f.u.auth.key_id2 = 7;
+		memset(f.u.auth.proof, 0, sizeof(f.u.auth.proof));
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_AUTH_LEN);
+		expect_ok(buf, SL_WIRE_AUTH_LEN);
+		f = make_frame(SL_WIRE_AUTH);
+		f.u.auth.step = 3;
+		memset(f.u.auth.nonce, 0, sizeof(f.u.auth.nonce));
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_AUTH_LEN);
+		expect_ok(buf, SL_WIRE_AUTH_LEN);
+		f = make_frame(SL_WIRE_AUTH);
+		f.u.auth.mode = 0;
+		f.u.auth.key_id = 0;
+		memset(f.u.auth.proof, 0, sizeof(f.u.auth.proof));
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_AUTH_LEN);
+		expect_ok(buf, SL_WIRE_AUTH_LEN);
+	}
+}
+END_TEST
+
 START_TEST(test_exact_bytes_bye)
 {
 	static const uint8_t want[SL_WIRE_BYE_LEN] = {
-		/* 0 version 2, type 10, flags */
-		0x02, 0x0a, 0x00, 0x00,
+		/* 0 version 3, type 10, flags */
+		0x03, 0x0a, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1379,8 +1559,8 @@ END_TEST
 START_TEST(test_exact_bytes_hello)
 {
 	static const uint8_t want[SL_WIRE_HELLO_LEN] = {
-		/* 0 version 2, type 1, flags */
-		0x02, 0x01, 0x00, 0x00,
+		/* 0 version 3, type 1, flags */
+		0x03, 0x01, 0x00, 0x00,
 		/* 4 hdr_len = 72 */
 		0x48, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1506,8 +1686,8 @@ END_TEST
 START_TEST(test_exact_bytes_nak)
 {
 	static const uint8_t want[SL_WIRE_NAK_LEN] = {
-		/* 0 version 2, type 4, flags */
-		0x02, 0x04, 0x00, 0x00,
+		/* 0 version 3, type 4, flags */
+		0x03, 0x04, 0x00, 0x00,
 		/* 4 hdr_len = 48 */
 		0x30, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1533,8 +1713,8 @@ END_TEST
 START_TEST(test_exact_bytes_ack)
 {
 	static const uint8_t want[SL_WIRE_ACK_LEN] = {
-		/* 0 version 2, type 3, flags */
-		0x02, 0x03, 0x00, 0x00,
+		/* 0 version 3, type 3, flags */
+		0x03, 0x03, 0x00, 0x00,
 		/* 4 hdr_len = 32 */
 		0x20, 0x00, 0x00, 0x00,
 		/* 8 payload_len = 0 */
@@ -1559,7 +1739,7 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	f = make_frame(SL_WIRE_HELLO);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 72);
-	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], 3);
 	ck_assert_uint_eq(buf[1], SL_WIRE_HELLO);
 	ck_assert_uint_eq(buf[4], 72);
 	for (int i = 16; i < 24; i++)
@@ -1584,7 +1764,7 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	f = make_frame(SL_WIRE_NAK);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 48);
-	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], 3);
 	ck_assert_uint_eq(buf[4], 48);
 	ck_assert_uint_eq(buf[16], 0x11);	/* NAK is sequenced */
 	ck_assert_uint_eq(buf[23], 0x1a);
@@ -1598,7 +1778,7 @@ START_TEST(test_exact_bytes_hello_nak_ack)
 	f = make_frame(SL_WIRE_ACK);
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), 32);
-	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_uint_eq(buf[0], 3);
 	ck_assert_uint_eq(buf[4], 32);
 	for (int i = 16; i < 24; i++)
 		ck_assert_uint_eq(buf[i], 0);	/* ACK is not sequenced */
@@ -1611,7 +1791,7 @@ END_TEST
 START_TEST(test_bad_version)
 {
 	/* 1 included: a version 1 peer's frames are refused outright. */
-	static const uint8_t versions[] = { 0, 1, 3, 0x81, 0x82, 255 };
+	static const uint8_t versions[] = { 0, 1, 2, 4, 0x81, 0x83, 255 };
 	uint8_t buf[128];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
@@ -1623,7 +1803,7 @@ START_TEST(test_bad_version)
 			/* Knowable from the first byte alone. */
 			expect_eproto(buf, 1);
 		}
-		/* Every version byte: 2 and only 2. */
+		/* Every version byte: 3 and only 3. */
 		for (unsigned v = 0; v < 256; v++) {
 			size_t len = encode_valid(all_types[t], buf, sizeof(buf));
 
@@ -1643,12 +1823,12 @@ END_TEST
 START_TEST(test_bad_type)
 {
 	static const uint8_t types[] = {
-		0, SL_WIRE_TYPE_MAX + 1, 11, 12, 0x19, 128, 0x89, 255,
+		0, SL_WIRE_TYPE_MAX + 1, 12, 13, 0x19, 128, 0x89, 255,
 	};
 	uint8_t buf[128];
 
-	/* Really unknown: 0 or above the last type (BYE, 10, is known). */
-	ck_assert_uint_eq(SL_WIRE_TYPE_MAX + 1, 11);
+	/* Really unknown: 0 or above the last type (AUTH, 11, is known). */
+	ck_assert_uint_eq(SL_WIRE_TYPE_MAX + 1, 12);
 	for (size_t i = 0; i < sizeof(types); i++) {
 		ck_assert(types[i] == 0 || types[i] > SL_WIRE_TYPE_MAX);
 		ck_assert_uint_eq(sl_wire_hdr_len(types[i]), 0);
@@ -1771,6 +1951,8 @@ START_TEST(test_bad_rsvd)
 			rs = 44;
 			re = 48;
 			break;
+		case SL_WIRE_AUTH:
+			continue;	/* no rsvd field (test_auth_rules) */
 		default:
 			ck_assert_uint_eq(type, SL_WIRE_ACK);	/* no type header */
 			continue;
@@ -1903,7 +2085,7 @@ START_TEST(test_seq_rules)
 	/* The two lists are all the types, each once, as spec_is_sequenced()
 	 * says. */
 	ck_assert_uint_eq(N_SEQUENCED_TYPES, 6);
-	ck_assert_uint_eq(N_UNSEQUENCED_TYPES, 4);
+	ck_assert_uint_eq(N_UNSEQUENCED_TYPES, 5);
 	ck_assert_uint_eq(N_SEQUENCED_TYPES + N_UNSEQUENCED_TYPES, N_TYPES);
 	for (size_t t = 0; t < N_TYPES; t++) {
 		int in_seq = 0, in_unseq = 0;
@@ -3172,7 +3354,7 @@ static uint64_t rng(void)
 }
 
 #define FUZZ_ITERS 300000
-#define FUZZ_MAXLEN 80
+#define FUZZ_MAXLEN (SL_WIRE_HDR_MAX + 8)
 
 /*
  * The complete header @g of @hl bytes breaks a rule (by the test's own
@@ -3570,6 +3752,8 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_exact_bytes_write);
 	tcase_add_test(tc, test_exact_bytes_done);
 	tcase_add_test(tc, test_exact_bytes_bye);
+	tcase_add_test(tc, test_exact_bytes_auth);
+	tcase_add_test(tc, test_auth_rules);
 	tcase_add_test(tc, test_exact_bytes_hello);
 	tcase_add_test(tc, test_exact_bytes_nak);
 	tcase_add_test(tc, test_exact_bytes_ack);

@@ -126,6 +126,8 @@ struct xport_conn {
 	uint32_t rx_max;	/* largest payload accepted, bytes */
 	ev_tstamp rx_at;	/* ev_now() of the last read with bytes */
 	ev_timer hello_w;	/* accepted and still anonymous */
+	bool undecodable;	/* the stream held no frame (parse_frames) */
+	uint8_t bad_byte;	/* its first byte: the version it speaks */
 	unsigned busy;		/* upcall nesting: free is deferred while > 0 */
 	bool zombie;		/* closed; free when busy drops to 0 */
 	char name[64];
@@ -655,6 +657,34 @@ static bool fault_cut(struct xport_conn *c)
 	return true;
 }
 
+/* Lines an anonymous connection causes (anyone may open one) go through a
+ * token bucket; a link's are logged as they come. */
+static struct log_limit stranger_log = LOG_LIMIT_INIT("tcp: connections without a link", 10, 1);
+
+#define conn_log(c, lvl, ...) do { \
+		if ((c)->ctx) \
+			log_msg((lvl), __VA_ARGS__); \
+		else \
+			log_limited(&stranger_log, (lvl), __VA_ARGS__); \
+	} while (0)
+
+/* The stream of @c broke the protocol (@rc): a link's is logged here; a
+ * stranger's that held no frame goes to the link layer's stranger()
+ * (counted, logged with a bound); one the link layer refused was logged
+ * there.  Then the connection is closed. */
+static void stream_refused(struct xport_conn *c, int rc)
+{
+	const struct xport_upcalls *up = c->x->base.up;
+
+	if (c->ctx)
+		log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
+	else if (c->undecodable && up->stranger)
+		up->stranger(&c->x->base, c, rc, c->bad_byte);
+	else if (c->undecodable)
+		conn_log(c, LOG_LVL_WARN, "tcp: %s: bad stream: %s", c->name, strerror(-rc));
+	tcp_close(c, rc);
+}
+
 /* Hand up every whole frame in the buffer.  Returns 0 or -errno. */
 static int parse_frames(struct xport_conn *c)
 {
@@ -671,8 +701,11 @@ static int parse_frames(struct xport_conn *c)
 			rc = 0;
 			break;
 		}
-		if (rc < 0)
+		if (rc < 0) {
+			c->undecodable = true;
+			c->bad_byte = c->rx[off];
 			break;
+		}
 		if (f.type == SL_WIRE_WRITE) {
 			size_t avail = c->rx_len - off - f.hdr_len;
 
@@ -812,12 +845,12 @@ static void tcp_read(struct xport_conn *c)
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				return;
-			log_info("tcp: %s: read: %m", c->name);
+			conn_log(c, LOG_LVL_INFO, "tcp: %s: read: %m", c->name);
 			tcp_close(c, -errno);
 			return;
 		}
 		if (r == 0) {
-			log_info("tcp: %s: closed by peer", c->name);
+			conn_log(c, LOG_LVL_INFO, "tcp: %s: closed by peer", c->name);
 			tcp_close(c, -ECONNRESET);
 			return;
 		}
@@ -825,10 +858,8 @@ static void tcp_read(struct xport_conn *c)
 		c->rx_len += (size_t)r;
 		rc = parse_frames(c);
 		if (rc < 0) {
-			if (c->state != TCP_CLOSED) {
-				log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
-				tcp_close(c, rc);
-			}
+			if (c->state != TCP_CLOSED)
+				stream_refused(c, rc);
 			return;
 		}
 		if (!header_only && c->rx_len < c->rx_cap && (size_t)r < c->rx_cap / 2)
@@ -934,7 +965,8 @@ static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	log_warn("tcp: %s: no HELLO within %.0f s; closing", c->name, XPORT_HELLO_TIMEOUT);
+	conn_log(c, LOG_LVL_WARN, "tcp: %s: no HELLO within %.0f s; closing", c->name,
+		 XPORT_HELLO_TIMEOUT);
 	c->busy++;
 	tcp_close(c, -ETIMEDOUT);
 	conn_put(c);

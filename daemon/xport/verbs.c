@@ -1038,6 +1038,12 @@ static int deliver_frame(struct xport_conn *c, struct verbs_rbuf *rb, uint32_t l
 	int rc;
 
 	rc = sl_wire_decode(buf, len, &f);
+	if (rc < 0 && !c->ctx && x->base.up->stranger) {
+		/* Anyone reaching the CM may send it: counted and logged, with
+		 * a bound, by the link layer. */
+		x->base.up->stranger(&x->base, c, rc, len ? buf[0] : 0);
+		return rc;
+	}
 	if (rc < 0) {
 		log_warn("verbs: %s: bad frame of %u bytes: %s", c->name, len, strerror(-rc));
 		return rc;
@@ -1108,7 +1114,11 @@ static void recv_wc(struct xport_conn *c, const struct ibv_wc *wc)
 		break;
 	}
 	if (rc < 0 && c->state != VS_CLOSED) {
-		log_warn("verbs: %s: breaking the connection: %s", c->name, strerror(-rc));
+		/* An anonymous connection's refusal was logged by the link
+		 * layer, with a bound. */
+		if (c->ctx)
+			log_warn("verbs: %s: breaking the connection: %s", c->name,
+				 strerror(-rc));
 		conn_fail(c, rc);
 	}
 	rbuf_release(x, rb);

@@ -1,0 +1,598 @@
+/*
+ * link_auth.c - the handshake that opens every link connection; see
+ * link_auth.h and docs/peer-authentication.md.
+ */
+#include "autoconfig.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <openssl/crypto.h>
+
+#include "daemon.h"
+#include "link.h"
+#include "link_auth.h"
+#include "log.h"
+#include "peer_auth.h"
+#include "xport/addr.h"
+#include "xport/xport.h"
+
+#define AUTH_ADDRS_MAX 8	/* addresses kept per configured peer */
+#define AUTH_ADDR_LEN 64	/* inet_ntop text of one */
+
+/* Why a connection was refused: one counter each (daemon_counters). */
+enum auth_reason {
+	AR_PROOF, AR_KEY, AR_UNKNOWN_NODE, AR_ROLE, AR_ADDRESS, AR_MODE, AR_LIVE, AR_REPLAY,
+	AR_VERSION, AR_PROTOCOL, AR_TIMEOUT,
+};
+
+/* Per configured peer (index as in d->cfg.peers and d->links). */
+struct auth_peer {
+	char addrs[AUTH_ADDRS_MAX][AUTH_ADDR_LEN];
+	unsigned n_addrs;
+	/* The dialer's handshake on the link's current connection. */
+	uint8_t nonce[SL_WIRE_AUTH_NONCE_LEN];
+	bool sent;		/* step 1 is out */
+	bool answered;		/* step 2 checked out, step 3 is out */
+	uint64_t peer_incarnation;	/* the accepter's, from its step 2 */
+	const char *how;	/* "key" or "address" once proven */
+};
+
+struct link_auth {
+	struct daemon *d;
+	struct peer_keys keys;
+	struct peer_auth_seen seen;
+	struct auth_peer *peers;
+	size_t n_peers;
+};
+
+/*
+ * An accepted connection between its step 1 and its HELLO.  The list is
+ * the process's (sluiced runs one daemon): a transport's closed() upcall
+ * of an anonymous connection names no daemon, and each entry names its
+ * own.
+ */
+struct auth_pending {
+	TAILQ_ENTRY(auth_pending) link;
+	struct link_auth *la;
+	struct xport_conn *c;
+	struct link *l;
+	uint64_t incarnation;		/* the dialer's */
+	uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN];
+	uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN];
+	struct peer_key key;		/* a copy: a reload may come meanwhile */
+	bool proven;
+};
+
+static TAILQ_HEAD(, auth_pending) pending = TAILQ_HEAD_INITIALIZER(pending);
+
+/* Outsiders decide how often these lines come. */
+static struct log_limit auth_log = LOG_LIMIT_INIT("link handshakes refused", 10, 1);
+
+static const char *reason_name(enum auth_reason r)
+{
+	static const char *const names[] = {
+		[AR_PROOF] = "bad proof", [AR_KEY] = "no common key",
+		[AR_UNKNOWN_NODE] = "unknown node", [AR_ROLE] = "wrong role",
+		[AR_ADDRESS] = "wrong address", [AR_MODE] = "other security mode",
+		[AR_LIVE] = "link up on another connection", [AR_REPLAY] = "replayed handshake",
+		[AR_VERSION] = "wire version", [AR_PROTOCOL] = "protocol",
+		[AR_TIMEOUT] = "timeout",
+	};
+
+	return names[r];
+}
+
+static void count(struct daemon *d, enum auth_reason r)
+{
+	struct daemon_counters *ct = &d->ctr;
+
+	ct->auth_failures++;
+	switch (r) {
+	case AR_PROOF: ct->auth_failures_proof++; break;
+	case AR_KEY: ct->auth_failures_key++; break;
+	case AR_UNKNOWN_NODE: ct->auth_failures_unknown_node++; break;
+	case AR_ROLE: ct->auth_failures_role++; break;
+	case AR_ADDRESS: ct->auth_failures_address++; break;
+	case AR_MODE: ct->auth_failures_mode++; break;
+	case AR_LIVE: ct->auth_failures_live++; break;
+	case AR_REPLAY: ct->auth_failures_replay++; break;
+	case AR_VERSION: ct->auth_failures_version++; break;
+	case AR_PROTOCOL: ct->auth_failures_protocol++; break;
+	case AR_TIMEOUT: ct->auth_failures_timeout++; break;
+	}
+}
+
+/* Count and log (rate-limited) a refusal of the connection from @who. */
+static int refuse(struct daemon *d, const char *who, enum auth_reason r, const char *detail)
+{
+	count(d, r);
+	log_limited(&auth_log, LOG_LVL_WARN, "link: %s refused: %s%s%s", who, reason_name(r),
+		    detail ? ": " : "", detail ? detail : "");
+	return -EPROTO;
+}
+
+static struct auth_peer *peer_of(const struct link *l)
+{
+	struct link_auth *la = l->d->auth;
+	size_t i = (size_t)(l->peer - l->d->cfg.peers);
+
+	return la && i < la->n_peers ? &la->peers[i] : NULL;
+}
+
+static enum security_mode mode_of(const struct daemon *d)
+{
+	return d->cfg.security_mode;
+}
+
+/* ---- keys and addresses ---- */
+
+int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err, size_t errlen)
+{
+	struct peer_keys nk;
+	int rc;
+
+	memset(&nk, 0, sizeof(nk));
+	if (c->key_file[0]) {
+		rc = peer_key_load(c->key_file, &nk.cur, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	if (c->previous_key_file[0]) {
+		rc = peer_key_load(c->previous_key_file, &nk.prev, err, errlen);
+		if (rc < 0) {
+			OPENSSL_cleanse(&nk, sizeof(nk));
+			return rc;
+		}
+	}
+	*ks = nk;
+	OPENSSL_cleanse(&nk, sizeof(nk));
+	return 0;
+}
+
+/* The numeric address of @name ("host:port" as xport_addr_name writes
+ * it) into @buf, an IPv4-mapped IPv6 address as IPv4. */
+static void host_of(const char *name, char *buf, size_t len)
+{
+	const char *colon = strrchr(name, ':');
+	size_t n = colon ? (size_t)(colon - name) : strlen(name);
+
+	if (n > 7 && strncmp(name, "::ffff:", 7) == 0 && memchr(name + 7, '.', n - 7)) {
+		name += 7;
+		n -= 7;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+}
+
+static void resolve_peer(struct auth_peer *ap, const struct peer_conf *pc)
+{
+	struct addrinfo *res, *ai;
+	char name[AUTH_ADDR_LEN + 8];
+	int rc = xport_resolve(pc->host, pc->port, &res);
+
+	if (rc < 0) {
+		log_warn("link %s: cannot resolve %s (%s): it cannot connect to us until it does",
+			 pc->name, pc->host, strerror(-rc));
+		return;
+	}
+	for (ai = res; ai && ap->n_addrs < AUTH_ADDRS_MAX; ai = ai->ai_next) {
+		xport_addr_name(ai->ai_addr, name, sizeof(name));
+		host_of(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
+		ap->n_addrs++;
+	}
+	freeaddrinfo(res);
+}
+
+/* Does @c come from an address of @l's configured peer? */
+static bool address_ok(const struct link *l, const struct xport_conn *c)
+{
+	const struct auth_peer *ap = peer_of(l);
+	char host[AUTH_ADDR_LEN];
+
+	if (!ap)
+		return false;
+	host_of(l->d->xp->ops->peer_name(c), host, sizeof(host));
+	for (unsigned i = 0; i < ap->n_addrs; i++)
+		if (strcmp(ap->addrs[i], host) == 0)
+			return true;
+	return false;
+}
+
+int link_auth_init(struct daemon *d)
+{
+	struct link_auth *la = calloc(1, sizeof(*la));
+	char err[512];
+	int rc;
+
+	if (!la) {
+		log_err("peer authentication: out of memory");
+		return -ENOMEM;
+	}
+	la->d = d;
+	la->peers = calloc(d->cfg.n_peers ? d->cfg.n_peers : 1, sizeof(*la->peers));
+	if (!la->peers) {
+		free(la);
+		log_err("peer authentication: out of memory");
+		return -ENOMEM;
+	}
+	rc = link_auth_load_keys(&d->cfg, &la->keys, err, sizeof(err));
+	if (rc < 0) {
+		log_err("%s", err);
+		free(la->peers);
+		free(la);
+		return rc;
+	}
+	la->n_peers = d->cfg.n_peers;
+	for (size_t i = 0; i < la->n_peers; i++)
+		resolve_peer(&la->peers[i], &d->cfg.peers[i]);
+	d->auth = la;
+	log_info("peer authentication: mode %s%s%s", mode_of(d) == SECURITY_AUTHENTICATE ?
+		 "authenticate, key " : "none (peers are checked by address only)",
+		 mode_of(d) == SECURITY_AUTHENTICATE ? d->cfg.key_file : "",
+		 la->keys.prev.set ? " (and a previous key)" : "");
+	return 0;
+}
+
+int link_auth_reload(struct daemon *d)
+{
+	struct peer_keys nk;
+	char err[512];
+	int rc;
+
+	if (!d->auth)
+		return 0;
+	rc = link_auth_load_keys(&d->cfg, &nk, err, sizeof(err));
+	if (rc < 0) {
+		log_err("reload: %s; the keys in use stay", err);
+		return rc;
+	}
+	if (mode_of(d) == SECURITY_AUTHENTICATE && !nk.cur.set) {
+		log_err("reload: [security] key_file is not set; the keys in use stay");
+		OPENSSL_cleanse(&nk, sizeof(nk));
+		return -EINVAL;
+	}
+	OPENSSL_cleanse(&d->auth->keys, sizeof(d->auth->keys));
+	d->auth->keys = nk;
+	OPENSSL_cleanse(&nk, sizeof(nk));
+	log_info("reload: peer keys read again (%s%s)", d->auth->keys.cur.set ? "a key" : "no key",
+		 d->auth->keys.prev.set ? " and a previous one" : "");
+	return 0;
+}
+
+static void pending_free(struct auth_pending *p)
+{
+	TAILQ_REMOVE(&pending, p, link);
+	OPENSSL_cleanse(p, sizeof(*p));
+	free(p);
+}
+
+void link_auth_destroy(struct daemon *d)
+{
+	struct auth_pending *p, *next;
+
+	if (!d->auth)
+		return;
+	for (p = TAILQ_FIRST(&pending); p; p = next) {
+		next = TAILQ_NEXT(p, link);
+		if (p->la == d->auth)
+			pending_free(p);
+	}
+	OPENSSL_cleanse(&d->auth->keys, sizeof(d->auth->keys));
+	free(d->auth->peers);
+	free(d->auth);
+	d->auth = NULL;
+}
+
+/* ---- frames ---- */
+
+static int post_auth(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf)
+{
+	uint8_t hdr[SL_WIRE_HDR_MAX];
+	struct xport_send_wr wr = { .hdr = hdr };
+	int n = sl_wire_encode(wf, hdr, sizeof(hdr));
+
+	if (n < 0)
+		return n;
+	wr.hdr_len = (uint32_t)n;
+	return d->xp->ops->post_send(c, &wr);
+}
+
+static void auth_fill(const struct daemon *d, struct sl_wire_frame *wf, uint16_t step)
+{
+	*wf = (struct sl_wire_frame){ .type = SL_WIRE_AUTH };
+	wf->u.auth.node_id = d->cfg.node_id;
+	wf->u.auth.step = step;
+	wf->u.auth.mode = mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0;
+	wf->u.auth.incarnation = d->incarnation;
+}
+
+/* The key the accepter proves with: its current one if the dialer holds
+ * it, else its previous one if the dialer holds that; NULL: none shared. */
+static const struct peer_key *choose_key(const struct peer_keys *ks, uint64_t id1, uint64_t id2)
+{
+	if (ks->cur.set && (ks->cur.id == id1 || ks->cur.id == id2))
+		return &ks->cur;
+	if (ks->prev.set && (ks->prev.id == id1 || ks->prev.id == id2))
+		return &ks->prev;
+	return NULL;
+}
+
+static struct auth_pending *pending_find(const struct xport_conn *c)
+{
+	struct auth_pending *p;
+
+	TAILQ_FOREACH(p, &pending, link)
+		if (p->c == c)
+			return p;
+	return NULL;
+}
+
+/* Step 1 on an accepted connection: check who it says it is, answer with
+ * step 2. */
+static int accept_step1(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
+			const char *who)
+{
+	struct link_auth *la = d->auth;
+	const struct peer_key *k = NULL;
+	struct sl_wire_frame out;
+	struct auth_pending *p;
+	struct link *l = link_find(d, wf->u.auth.node_id);
+	char detail[CONFIG_NAME_MAX + CONFIG_HOST_MAX + 64];
+	int rc;
+
+	if (!l) {
+		snprintf(detail, sizeof(detail), "node %08x is not configured",
+			 wf->u.auth.node_id);
+		return refuse(d, who, AR_UNKNOWN_NODE, detail);
+	}
+	if (l->dialer)
+		return refuse(d, who, AR_ROLE, "it claims a node that this daemon dials");
+	if (!address_ok(l, c)) {
+		snprintf(detail, sizeof(detail), "claims node %s, configured at %s", l->peer->name,
+			 l->peer->host);
+		return refuse(d, who, AR_ADDRESS, detail);
+	}
+	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
+		return refuse(d, who, AR_MODE, mode_of(d) == SECURITY_AUTHENTICATE ?
+			      "it runs [security] mode none, this daemon authenticate" :
+			      "it runs [security] mode authenticate, this daemon none");
+	if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP)
+		return refuse(d, who, AR_LIVE, "without a key a live link is never replaced");
+	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+		k = choose_key(&la->keys, wf->u.auth.key_id, wf->u.auth.key_id2);
+		if (!k)
+			return refuse(d, who, AR_KEY, "it holds neither key_file nor previous_key_file");
+	}
+	if (!peer_auth_seen_add(&la->seen, wf->u.auth.nonce))
+		return refuse(d, who, AR_REPLAY, "its nonce was seen before");
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->la = la;
+	p->c = c;
+	p->l = l;
+	p->incarnation = wf->u.auth.incarnation;
+	memcpy(p->nonce_d, wf->u.auth.nonce, sizeof(p->nonce_d));
+	if (k)
+		p->key = *k;
+	TAILQ_INSERT_TAIL(&pending, p, link);
+	auth_fill(d, &out, 2);
+	rc = peer_auth_nonce(p->nonce_a);
+	memcpy(out.u.auth.nonce, p->nonce_a, sizeof(out.u.auth.nonce));
+	if (rc == 0 && k) {
+		out.u.auth.key_id = k->id;
+		rc = peer_auth_proof(k, PEER_ROLE_ACCEPTER, p->nonce_d, p->nonce_a,
+				     wf->u.auth.node_id, d->cfg.node_id, p->incarnation,
+				     d->incarnation, out.u.auth.proof);
+	}
+	if (rc == 0)
+		rc = post_auth(d, c, &out);
+	if (rc < 0) {
+		log_warn("link %s: handshake: %s", l->peer->name, strerror(-rc));
+		pending_free(p);
+		return rc;
+	}
+	d->xp->ops->flush(c);
+	return LINK_AUTH_MORE;
+}
+
+/* Step 3: the dialer's proof. */
+static int accept_step3(struct daemon *d, struct auth_pending *p, const struct sl_wire_frame *wf,
+			const char *who)
+{
+	if (p->proven || wf->u.auth.node_id != p->l->node_id ||
+	    wf->u.auth.incarnation != p->incarnation)
+		return refuse(d, who, AR_PROTOCOL, "step 3 does not match its step 1");
+	if (mode_of(d) == SECURITY_AUTHENTICATE &&
+	    (wf->u.auth.key_id != p->key.id ||
+	     !peer_auth_proof_ok(&p->key, PEER_ROLE_DIALER, p->nonce_d, p->nonce_a,
+				 p->l->node_id, d->cfg.node_id, p->incarnation, d->incarnation,
+				 wf->u.auth.proof)))
+		return refuse(d, who, AR_PROOF, NULL);
+	p->proven = true;
+	return LINK_AUTH_MORE;
+}
+
+int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
+			struct link **l_p)
+{
+	struct auth_pending *p = pending_find(c);
+	const char *who = d->xp->ops->peer_name(c);
+	struct link *l;
+	int rc;
+
+	if (wf->type == SL_WIRE_AUTH) {
+		if (wf->u.auth.step == 1 && !p)
+			return accept_step1(d, c, wf, who);
+		if (wf->u.auth.step == 3 && p) {
+			rc = accept_step3(d, p, wf, who);
+			if (rc < 0)
+				pending_free(p);
+			return rc;
+		}
+		rc = refuse(d, who, AR_PROTOCOL, "handshake step out of order");
+	} else if (wf->type == SL_WIRE_HELLO && p && p->proven) {
+		l = p->l;
+		if (wf->u.hello.node_id != l->node_id ||
+		    wf->u.hello.incarnation != p->incarnation)
+			rc = refuse(d, who, AR_PROTOCOL, "its HELLO names another node or incarnation");
+		else if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP)
+			rc = refuse(d, who, AR_LIVE, "without a key a live link is never replaced");
+		else {
+			peer_of(l)->how = mode_of(d) == SECURITY_AUTHENTICATE ? "key" : "address";
+			d->ctr.auth_handshakes++;
+			*l_p = l;
+			pending_free(p);
+			return LINK_AUTH_ATTACH;
+		}
+	} else if (wf->type == SL_WIRE_HELLO && !p) {
+		/* The nudge of a starting accepter we dial (link.c): it can
+		 * only make us dial sooner, so it needs no proof, but it must
+		 * come from that peer's address. */
+		l = link_find(d, wf->u.hello.node_id);
+		if (l && l->dialer && address_ok(l, c)) {
+			*l_p = l;
+			return LINK_AUTH_NUDGE;
+		}
+		rc = refuse(d, who, AR_PROTOCOL, "HELLO before the handshake");
+	} else {
+		rc = refuse(d, who, AR_PROTOCOL, "a frame before the handshake");
+	}
+	if (p)
+		pending_free(p);
+	return rc;
+}
+
+void link_auth_anon_closed(struct xport_conn *c, int err)
+{
+	struct auth_pending *p = pending_find(c);
+
+	if (!p)
+		return;
+	if (err == -ETIMEDOUT)
+		refuse(p->la->d, p->l->peer->name, AR_TIMEOUT, "no HELLO in time");
+	pending_free(p);
+}
+
+void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t first_byte)
+{
+	struct daemon *d = x->ctx;
+	char detail[96];
+
+	if (first_byte != SL_WIRE_VERSION) {
+		count(d, AR_VERSION);
+		log_limited(&auth_log, LOG_LVL_WARN, "link: %s speaks wire version %u, this daemon "
+			    "%u: refused (run the same sluice release on every node)",
+			    x->ops->peer_name(c), first_byte, SL_WIRE_VERSION);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "not a frame (%s)", strerror(-err));
+	refuse(d, x->ops->peer_name(c), AR_PROTOCOL, detail);
+}
+
+/* ---- the dialer ---- */
+
+int link_auth_dial_start(struct link *l)
+{
+	struct daemon *d = l->d;
+	struct auth_peer *ap = peer_of(l);
+	struct sl_wire_frame wf;
+	int rc;
+
+	if (!ap)
+		return -EINVAL;
+	ap->sent = ap->answered = false;
+	ap->how = NULL;
+	rc = peer_auth_nonce(ap->nonce);
+	if (rc < 0)
+		return rc;
+	auth_fill(d, &wf, 1);
+	memcpy(wf.u.auth.nonce, ap->nonce, sizeof(wf.u.auth.nonce));
+	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+		wf.u.auth.key_id = d->auth->keys.cur.id;
+		wf.u.auth.key_id2 = d->auth->keys.prev.set ? d->auth->keys.prev.id : 0;
+	}
+	rc = post_auth(d, l->conn, &wf);
+	if (rc == 0)
+		ap->sent = true;
+	return rc;
+}
+
+int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf)
+{
+	struct daemon *d = l->d;
+	struct auth_peer *ap = peer_of(l);
+	const char *who = l->peer->name;
+	const struct peer_key *k = NULL;
+	struct sl_wire_frame out;
+	int rc;
+
+	if (!ap || !ap->sent || ap->answered || wf->u.auth.step != 2 ||
+	    wf->u.auth.node_id != l->node_id)
+		return refuse(d, who, AR_PROTOCOL, "unexpected handshake step");
+	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
+		return refuse(d, who, AR_MODE, mode_of(d) == SECURITY_AUTHENTICATE ?
+			      "it runs [security] mode none, this daemon authenticate" :
+			      "it runs [security] mode authenticate, this daemon none");
+	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+		k = peer_keys_find(&d->auth->keys, wf->u.auth.key_id);
+		if (!k)
+			return refuse(d, who, AR_KEY, "it answered with a key this daemon does not hold");
+		if (!peer_auth_proof_ok(k, PEER_ROLE_ACCEPTER, ap->nonce, wf->u.auth.nonce,
+					d->cfg.node_id, l->node_id, d->incarnation,
+					wf->u.auth.incarnation, wf->u.auth.proof))
+			return refuse(d, who, AR_PROOF, NULL);
+	}
+	auth_fill(d, &out, 3);
+	if (k) {
+		out.u.auth.key_id = k->id;
+		rc = peer_auth_proof(k, PEER_ROLE_DIALER, ap->nonce, wf->u.auth.nonce,
+				     d->cfg.node_id, l->node_id, d->incarnation,
+				     wf->u.auth.incarnation, out.u.auth.proof);
+		if (rc < 0)
+			return rc;
+	}
+	rc = post_auth(d, l->conn, &out);
+	if (rc < 0)
+		return rc;
+	ap->answered = true;
+	ap->peer_incarnation = wf->u.auth.incarnation;
+	return 0;
+}
+
+bool link_auth_dial_hello_ok(struct link *l, const struct sl_wire_frame *wf)
+{
+	struct auth_peer *ap = peer_of(l);
+
+	if (!ap || !ap->answered || wf->u.hello.incarnation != ap->peer_incarnation) {
+		refuse(l->d, l->peer->name, AR_PROTOCOL, "HELLO before its proof");
+		return false;
+	}
+	ap->how = mode_of(l->d) == SECURITY_AUTHENTICATE ? "key" : "address";
+	l->d->ctr.auth_handshakes++;
+	return true;
+}
+
+void link_auth_dial_closed(struct link *l, int err)
+{
+	struct auth_peer *ap = peer_of(l);
+
+	if (ap && ap->sent && !ap->answered && err == -ECONNRESET)
+		log_limited(&auth_log, LOG_LVL_WARN, "link %s: the peer closed the connection "
+			    "before answering the handshake (a daemon of another wire version than "
+			    "%u, or one that refused us: see its log)", l->peer->name,
+			    SL_WIRE_VERSION);
+}
+
+const char *link_auth_how(const struct link *l)
+{
+	const struct auth_peer *ap = peer_of(l);
+
+	return l->state == LINK_UP && ap && ap->how ? ap->how : "-";
+}

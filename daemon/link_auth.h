@@ -1,0 +1,109 @@
+/*
+ * link_auth.h - who may become a link's peer: the handshake that opens
+ * every connection (sl_wire.h AUTH, proofs in peer_auth.h), run before
+ * any HELLO is acted on, over any transport (it only posts and receives
+ * frames).  docs/peer-authentication.md has the design.
+ *
+ * A connection that has not proven itself changes nothing: an accepted
+ * one stays anonymous (no link attached, so the transport's
+ * XPORT_HELLO_TIMEOUT bounds it) until the dialer's proof checked out,
+ * and only then does its HELLO reach the link (restart detection,
+ * resume); a dialer acts on the accepter's HELLO only after the
+ * accepter's proof.  In [security] mode none there is no key and the
+ * only proof is the address: the accepter takes a dialer only from its
+ * configured address, and never while that link is up with another
+ * connection (which would reset its sequence state).
+ *
+ * Every refusal is counted by reason in struct daemon_counters
+ * (auth_failures_*, sluicectl stats) and logged through a token bucket
+ * (log_limited): outsiders choose how often it happens.
+ *
+ * All calls on the daemon's loop thread.
+ */
+#ifndef SLD_LINK_AUTH_H
+#define SLD_LINK_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sl_wire.h"
+
+struct config;
+struct daemon;
+struct link;
+struct peer_keys;
+struct xport;
+struct xport_conn;
+
+/*
+ * link_auth_load_keys - read [security] key_file and previous_key_file of
+ * @c into @ks (peer_key_load: mode 0400 or stricter, 32 bytes).  Returns
+ * 0 (nothing to read in mode none without files), or -errno with one line
+ * in @err naming the file and the fix.
+ */
+int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err, size_t errlen);
+
+/*
+ * link_auth_init - d->auth from d->cfg: the keys, and the addresses of
+ * each configured peer (resolved once, as the dialer's connects are).
+ * Call before link_setup_all().  Returns 0 or -errno (logged).
+ * link_auth_reload - read both key files again (SIGHUP); new handshakes
+ * use them, those under way finish with the key they started with.  On
+ * an error the keys in use stay.  Returns 0 or -errno (logged).
+ * link_auth_destroy - free d->auth and every pending handshake.
+ */
+int link_auth_init(struct daemon *d);
+int link_auth_reload(struct daemon *d);
+void link_auth_destroy(struct daemon *d);
+
+/* What link_auth_anon_recv() decided, when not < 0. */
+enum link_auth_verdict {
+	LINK_AUTH_MORE = 0,	/* a handshake step: wait for the next frame */
+	LINK_AUTH_ATTACH = 1,	/* the HELLO of a proven dialer: attach it to *@l_p */
+	LINK_AUTH_NUDGE = 2,	/* a HELLO from the node *@l_p we dial: it started */
+};
+
+/*
+ * link_auth_anon_recv - frame @wf on @c, an accepted connection with no
+ * link yet.  Returns an enum link_auth_verdict, or -EPROTO when the
+ * connection is refused (counted and logged here; the caller breaks it).
+ */
+int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
+			struct link **l_p);
+
+/* @c, accepted, closed before it had a link (a timeout is counted). */
+void link_auth_anon_closed(struct xport_conn *c, int err);
+
+/*
+ * Upcall of the transport (xport_upcalls.stranger): the bytes on @c, an
+ * accepted connection with no link, are no frame (@err): another wire
+ * version when @first_byte is not SL_WIRE_VERSION, else garbage.  Counted
+ * and logged here; the transport closes it.
+ */
+void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t first_byte);
+
+/*
+ * The dialer's side, on l->conn in LINK_HELLO.
+ * link_auth_dial_start - post step 1 (the caller flushes).  Returns 0 or
+ * -errno.
+ * link_auth_dial_recv - an AUTH frame: step 2 with a good proof posts
+ * step 3 and returns 0 (the caller then sends its HELLO); anything else
+ * is -EPROTO (counted, logged).
+ * link_auth_dial_hello_ok - may the HELLO @wf be acted on: the accepter
+ * proved itself on this connection and the HELLO names the node and
+ * incarnation that did?  A refusal is counted and logged.
+ * link_auth_dial_closed - the connection broke in LINK_HELLO: says so
+ * (rate-limited) when the peer closed before its step 2, which is what a
+ * daemon of another wire version, or one that refused us, does.
+ */
+int link_auth_dial_start(struct link *l);
+int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf);
+bool link_auth_dial_hello_ok(struct link *l, const struct sl_wire_frame *wf);
+void link_auth_dial_closed(struct link *l, int err);
+
+/* How @l's current connection proved itself, for sluicectl links:
+ * "key", "address", or "-" while the link is not up. */
+const char *link_auth_how(const struct link *l);
+
+#endif
