@@ -64,7 +64,9 @@ int peer_key_load(const char *path, struct peer_key *k, char *err, size_t errlen
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "key file %s: %s", path, strerror(-rc));
+		snprintf(err, errlen, "key file %s: %s%s%s", path, strerror(-rc),
+			 rc == -ENOENT ? "; write one with: sluiced --keygen " : "",
+			 rc == -ENOENT ? path : "");
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {

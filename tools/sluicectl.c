@@ -56,7 +56,8 @@ static void usage(FILE *out)
 		"  clients    connected client processes and their queues\n"
 		"  uids       per user: contexts, queues, arena bytes, in flight, and limits\n"
 		"  queues     every queue: ring occupancy, in flight, receives, unexpected\n"
-		"  links      every peer link: state, sequence numbers, credits, backlog\n"
+		"  links      every peer link: state, how it was authenticated, sequence\n"
+		"             numbers, credits, backlog\n"
 		"  rcache     registration cache counters\n"
 		"  counters   daemon counters, completions by status, transport counters\n\n"
 		"Options:\n"
@@ -303,7 +304,7 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 /* Tables                                                               */
 /* ------------------------------------------------------------------ */
 
-#define TABLE_COLS_MAX 16
+#define TABLE_COLS_MAX 17
 #define CELL_MAX 128
 
 struct table {
@@ -603,14 +604,14 @@ static void show_queues(struct json_object *o)
 
 static void show_links(struct json_object *o)
 {
-	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "TX_SEQ", "ACKED",
-					    "RX_SEQ", "CREDITS", "BACKLOG", "UNACKED",
+	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "AUTH", "TX_SEQ",
+					    "ACKED", "RX_SEQ", "CREDITS", "BACKLOG", "UNACKED",
 					    "RETRANS", "CONNECTS", "SILENCES", "BACKOFF",
 					    "GAP_TX_MS", "GAP_RX_MS", "LAST_ERROR" };
-	static const bool right[] = { false, false, false, true, true, true, true, true,
+	static const bool right[] = { false, false, false, false, true, true, true, true, true,
 				      true, true, true, true, true, true, true, false };
-	static const char *const keys[] = { "peer", "address", "state", "tx_seq", "acked",
-					    "rx_seq", "credits", "backlog", "unacked",
+	static const char *const keys[] = { "peer", "address", "state", "auth", "tx_seq",
+					    "acked", "rx_seq", "credits", "backlog", "unacked",
 					    "retransmits", "connects", "silences", "ack_backoff",
 					    "tx_gap_max_ms", "rx_gap_max_ms", "last_error" };
 	struct json_object *arr = field(o, "links");
@@ -622,14 +623,14 @@ static void show_links(struct json_object *o)
 		printf("no links (single node)\n");
 		return;
 	}
-	table_init(&t, head, right, 16);
+	table_init(&t, head, right, 17);
 	for (i = 0; i < n; i++) {
 		struct json_object *l = json_object_array_get_idx(arr, i);
 		char (*row)[CELL_MAX] = table_row(&t);
 
 		if (!row)
 			break;
-		for (k = 0; k < 16; k++)
+		for (k = 0; k < 17; k++)
 			cell(row[k], l, keys[k]);
 	}
 	table_print(&t);
