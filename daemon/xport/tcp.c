@@ -311,7 +311,10 @@ static int tcp_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 	if (wr->hdr_len < 2 || wr->hdr_len > SL_WIRE_HDR_MAX ||
 	    (wr->payload_len && !wr->payload))
 		return -EINVAL;
-	slot = sq_reserve(c, ((const uint8_t *)wr->hdr)[1] != SL_WIRE_HELLO, &err);
+	/* The opening frames are never refused by [fault] post_enomem_every:
+	 * a connection would never get past them. */
+	slot = sq_reserve(c, ((const uint8_t *)wr->hdr)[1] != SL_WIRE_HELLO &&
+			       ((const uint8_t *)wr->hdr)[1] != SL_WIRE_AUTH, &err);
 	if (!slot)
 		return err;
 	slot->wr_id = wr->wr_id;
