@@ -1011,6 +1011,57 @@ START_TEST(version2_refused)
 }
 END_TEST
 
+/*
+ * The other way round: our dialer reaches a version-2 accepter (played
+ * by a listening socket that reads the first frame and closes, as a
+ * version-2 daemon does on a version byte it does not know).  The dialer
+ * says why in its log, and keeps redialling with its back-off.
+ */
+START_TEST(version2_accepter_named)
+{
+	const char *names[2];
+	struct h_daemon nodes[2];
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	uint8_t first[SL_WIRE_AUTH_LEN];
+	int lfd, fd, i, one = 1;
+
+	roles(names);
+	memset(nodes, 0, sizeof(nodes));
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	H_ASSERT(lfd >= 0, "socket: %s", strerror(errno));
+	H_EQ(setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H_EQ(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	H_EQ(listen(lfd, 4), 0);
+	H_EQ(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+	snprintf(nodes[ACC].name, sizeof(nodes[ACC].name), "%s", names[ACC]);
+	nodes[ACC].node = sl_node_id(names[ACC]);
+	nodes[ACC].tcp_port = ntohs(sin.sin_port);
+	h_daemon_start(&nodes[DIAL], names[DIAL], h_free_port(), &nodes[ACC], 1);
+
+	for (i = 0; i < 2; i++) {
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+
+		H_ASSERT(poll(&pfd, 1, 10000) == 1, "the dialer did not dial (%d)", i);
+		fd = accept(lfd, NULL, NULL);
+		H_ASSERT(fd >= 0, "accept: %s", strerror(errno));
+		H_EQ(recv(fd, first, sizeof(first), MSG_WAITALL), (ssize_t)sizeof(first));
+		H_EQ(first[0], SL_WIRE_VERSION);
+		H_EQ(first[1], SL_WIRE_AUTH);
+		H_EQ(close(fd), 0);
+	}
+	for (i = 0; i < 100 && log_count(&nodes[DIAL], "before answering the handshake") == 0; i++)
+		h_sleep_ms(50);
+	H_ASSERT(log_count(&nodes[DIAL], "before answering the handshake (a daemon of another "
+			   "wire version than 3") >= 1, "the dialer did not say why");
+	printf("version2_accepter_named: the dialer named another wire version as the likely "
+	       "reason\n");
+	h_daemon_stop(&nodes[DIAL]);
+	H_EQ(close(lfd), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* (f) what outsiders trigger is logged with a bound                     */
 /* ------------------------------------------------------------------ */
@@ -1073,6 +1124,7 @@ int main(void)
 	tcase_add_test(h_tcase(s, "reload_applies_key", 120), reload_applies_key);
 	tcase_add_test(h_tcase(s, "key_file_rules", 60), key_file_rules);
 	tcase_add_test(h_tcase(s, "version2_refused", 60), version2_refused);
+	tcase_add_test(h_tcase(s, "version2_accepter_named", 60), version2_accepter_named);
 	tcase_add_test(h_tcase(s, "outsider_logs_bounded", 120), outsider_logs_bounded);
 	return h_run_suite(s);
 }
