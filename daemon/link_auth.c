@@ -492,7 +492,7 @@ void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t 
 			    x->ops->peer_name(c), first_byte, SL_WIRE_VERSION);
 		return;
 	}
-	snprintf(detail, sizeof(detail), "not a frame (%s)", strerror(-err));
+	snprintf(detail, sizeof(detail), "a bad frame (%s)", strerror(-err));
 	refuse(d, x->ops->peer_name(c), AR_PROTOCOL, detail);
 }
 

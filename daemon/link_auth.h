@@ -77,9 +77,9 @@ void link_auth_anon_closed(struct xport_conn *c, int err);
 
 /*
  * Upcall of the transport (xport_upcalls.stranger): the bytes on @c, an
- * accepted connection with no link, are no frame (@err): another wire
- * version when @first_byte is not SL_WIRE_VERSION, else garbage.  Counted
- * and logged here; the transport closes it.
+ * accepted connection with no link, broke the protocol (@err): another
+ * wire version when @first_byte is not SL_WIRE_VERSION, else a bad frame.
+ * Counted and logged here; the transport closes it.
  */
 void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t first_byte);
 

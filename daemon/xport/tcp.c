@@ -126,8 +126,8 @@ struct xport_conn {
 	uint32_t rx_max;	/* largest payload accepted, bytes */
 	ev_tstamp rx_at;	/* ev_now() of the last read with bytes */
 	ev_timer hello_w;	/* accepted and still anonymous */
-	bool undecodable;	/* the stream held no frame (parse_frames) */
-	uint8_t bad_byte;	/* its first byte: the version it speaks */
+	bool link_refused;	/* anonymous, and the link layer refused it */
+	uint8_t first_byte;	/* of the last frame parsed: its wire version */
 	unsigned busy;		/* upcall nesting: free is deferred while > 0 */
 	bool zombie;		/* closed; free when busy drops to 0 */
 	char name[64];
@@ -672,18 +672,18 @@ static struct log_limit stranger_log = LOG_LIMIT_INIT("tcp: connections without 
 	} while (0)
 
 /* The stream of @c broke the protocol (@rc): a link's is logged here; a
- * stranger's that held no frame goes to the link layer's stranger()
- * (counted, logged with a bound); one the link layer refused was logged
- * there.  Then the connection is closed. */
+ * stranger's goes to the link layer's stranger() (counted, logged with a
+ * bound), unless the link layer refused it itself (and said why).  Then
+ * the connection is closed. */
 static void stream_refused(struct xport_conn *c, int rc)
 {
 	const struct xport_upcalls *up = c->x->base.up;
 
 	if (c->ctx)
 		log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
-	else if (c->undecodable && up->stranger)
-		up->stranger(&c->x->base, c, rc, c->bad_byte);
-	else if (c->undecodable)
+	else if (!c->link_refused && up->stranger)
+		up->stranger(&c->x->base, c, rc, c->first_byte);
+	else if (!c->link_refused)
 		conn_log(c, LOG_LVL_WARN, "tcp: %s: bad stream: %s", c->name, strerror(-rc));
 	tcp_close(c, rc);
 }
@@ -699,16 +699,15 @@ static int parse_frames(struct xport_conn *c)
 		struct sl_wire_frame f;
 		size_t need;
 
+		if (off < c->rx_len)
+			c->first_byte = c->rx[off];
 		rc = sl_wire_decode_hdr(c->rx + off, c->rx_len - off, &f);
 		if (rc == -EAGAIN) {
 			rc = 0;
 			break;
 		}
-		if (rc < 0) {
-			c->undecodable = true;
-			c->bad_byte = c->rx[off];
+		if (rc < 0)
 			break;
-		}
 		if (f.type == SL_WIRE_WRITE) {
 			size_t avail = c->rx_len - off - f.hdr_len;
 
@@ -758,8 +757,10 @@ static int parse_frames(struct xport_conn *c)
 			break;
 		}
 		rc = up->recv(&c->x->base, c, c->ctx, &f, c->rx + off + f.hdr_len);
-		if (rc < 0)
+		if (rc < 0) {
+			c->link_refused = !c->ctx;
 			break;
+		}
 		off += need;
 		rc = 0;
 	}

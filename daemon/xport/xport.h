@@ -89,9 +89,10 @@ struct xport_upcalls {
 	/* The connection broke or was closed by the peer; every posted frame
 	 * has already had its send completion.  The conn is freed after. */
 	void (*closed)(struct xport_conn *c, void *ctx, int err);	/* Optional for the link layer: the bytes on @c, an accepted
-	 * connection with no ctx yet, are no frame (@err from
-	 * sl_wire_decode_hdr; @first_byte the frame's first byte, its wire
-	 * version).  The link layer counts and logs it
+	 * connection with no ctx yet, break the protocol before recv()
+	 * could refuse them (@err: no frame, from sl_wire_decode_hdr, or a
+	 * frame this connection may not carry; @first_byte the frame's first
+	 * byte, its wire version).  The link layer counts and logs it
 	 * (rate-limited: anyone can cause it); the transport logs nothing
 	 * for it and closes the connection after this call. */
 	void (*stranger)(struct xport *x, struct xport_conn *c, int err, uint8_t first_byte);
