@@ -1584,7 +1584,8 @@ static void nudge_connected(struct link *l, struct xport_conn *c, int err)
  * A HELLO on a connection that a peer we dial opened: it started, and
  * says so (it never dials us).  It carries no proof (link_auth.c only
  * checks that it comes from the peer's address), so it may only make us
- * act early, never break a link.  Down, we dial now rather than at the end of the back-off; up,
+ * act early, never break a link.  Down, we dial now rather than at the
+ * end of the back-off; up,
  * a keepalive goes out on the connection (the host of a dead incarnation
  * answers it with a reset, and the link redials).  Connecting, the dial
  * under way goes on (LINK_DIAL_TIMEOUT bounds it).  The connection
