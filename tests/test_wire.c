@@ -1792,7 +1792,7 @@ START_TEST(test_bad_version)
 {
 	/* 1 included: a version 1 peer's frames are refused outright. */
 	static const uint8_t versions[] = { 0, 1, 2, 4, 0x81, 0x83, 255 };
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
 		for (size_t v = 0; v < sizeof(versions); v++) {
@@ -1825,7 +1825,7 @@ START_TEST(test_bad_type)
 	static const uint8_t types[] = {
 		0, SL_WIRE_TYPE_MAX + 1, 12, 13, 0x19, 128, 0x89, 255,
 	};
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	/* Really unknown: 0 or above the last type (AUTH, 11, is known). */
 	ck_assert_uint_eq(SL_WIRE_TYPE_MAX + 1, 12);
@@ -1847,7 +1847,7 @@ END_TEST
 
 START_TEST(test_bad_hdr_len)
 {
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
 		uint8_t type = all_types[t];
@@ -1885,7 +1885,7 @@ END_TEST
 START_TEST(test_bad_flags)
 {
 	static const uint16_t flags[] = { 1, 2, 0x100, 0x8000, 0xffff };
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	for (size_t t = 0; t < N_TYPES; t++) {
 		for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
@@ -1901,7 +1901,7 @@ END_TEST
 
 START_TEST(test_bad_rsvd)
 {
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	/* Every byte of every reserved field, one at a time. */
 	for (size_t t = 0; t < N_TYPES; t++) {
@@ -1971,7 +1971,7 @@ END_TEST
 
 START_TEST(test_bad_payload_len)
 {
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	struct sl_wire_frame f;
 	size_t len;
 	const uint8_t *g;
@@ -2029,7 +2029,7 @@ END_TEST
 
 START_TEST(test_bad_seq)
 {
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t len;
 
 	/* Sequenced frames (data and, since version 2, NAK, RTR, FIN and
@@ -2079,7 +2079,7 @@ START_TEST(test_seq_rules)
 	};
 	static const uint64_t acks[] = { 0, 1, UINT64_MAX };
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t len;
 
 	/* The two lists are all the types, each once, as spec_is_sequenced()
@@ -2184,7 +2184,7 @@ START_TEST(test_bad_nak_status)
 	static const uint32_t bad[] = {
 		SL_OK, 3, 15, 24, 0x100, 0x10001, UINT32_MAX,
 	};
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		size_t len = encode_valid(SL_WIRE_NAK, buf, sizeof(buf));
@@ -2211,7 +2211,7 @@ START_TEST(test_bad_nak_seq_and_hello_node)
 {
 	static const uint32_t bad_nodes[] = { SL_NODE_LOCAL, SL_NODE_ANY };
 	struct sl_wire_frame f = { .type = SL_WIRE_NAK };
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t len = encode_valid(SL_WIRE_NAK, buf, sizeof(buf));
 
 	put_le64(buf + 32, 0);
@@ -2249,7 +2249,7 @@ END_TEST
 START_TEST(test_truncated_header)
 {
 	uint8_t type = all_types[_i];
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t hlen = sl_wire_hdr_len(type);
 	struct sl_wire_frame f;
 
@@ -2492,7 +2492,7 @@ START_TEST(test_rtr_rules)
 		UINT64_MAX,
 	};
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	/* send_id 0, on a grant and on a refusal alike. */
 	f = make_frame(SL_WIRE_RTR);
@@ -2610,7 +2610,7 @@ START_TEST(test_hello_rules)
 {
 	static const uint64_t seqs[] = { 1, 1ull << 32, UINT64_MAX };
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t len;
 
 	/* Out of the window, whatever else the frame holds. */
@@ -2868,7 +2868,7 @@ END_TEST
 START_TEST(test_fin_rules)
 {
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	f = make_frame(SL_WIRE_FIN);
 	f.u.fin.recv_id = 0;
@@ -2920,7 +2920,7 @@ START_TEST(test_write_rules)
 	};
 	static const uint32_t imms[] = { 1, 0x100, 0x10000, 0x80000000u, UINT32_MAX };
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 	size_t total, map_len;
 	uint8_t *map, *p;
 
@@ -3025,7 +3025,7 @@ START_TEST(test_done_rules)
 		UINT32_MAX,
 	};
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	/* send_id 0, whatever else the frame holds. */
 	f = make_frame(SL_WIRE_DONE);
@@ -3174,7 +3174,7 @@ START_TEST(test_bye_rules)
 		SL_WIRE_BYE_LEN | 0x100, SL_WIRE_BYE_LEN | 0x01000000u, UINT32_MAX,
 	};
 	struct sl_wire_frame f;
-	uint8_t buf[128];
+	uint8_t buf[SL_WIRE_HDR_MAX + 8];
 
 	/* incarnation 0, whatever else the frame holds. */
 	f = make_frame(SL_WIRE_BYE);
