@@ -30,7 +30,7 @@
  *               not acknowledged yet; told to the peer in HELLO, which
  *               keeps further ones in its backlog until our ACKs return
  *               the credits; the verbs transport posts eager_credits +
- *               eager_credits / 2 + 16 receive buffers of eager_max + 72
+ *               eager_credits / 2 + 16 receive buffers of eager_max + 128
  *               bytes per connection (in a shared receive queue when the
  *               device has one; see main.c);
  *               socket_buffer = BYTES, 0 or 1 KiB..64 MiB [0 = the
