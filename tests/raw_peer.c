@@ -74,6 +74,20 @@ int raw_recv(int fd, struct sl_wire_frame *f, int ms)
 	return 1;
 }
 
+/* The next frame other than an ACK: 0, -ECONNRESET when the daemon closed
+ * the connection, or raw_recv's error. */
+static int recv_answer(int fd, struct sl_wire_frame *f, int ms)
+{
+	int rc;
+
+	do
+		rc = raw_recv(fd, f, ms);
+	while (rc == 1 && f->type == SL_WIRE_ACK);
+	if (rc == 0)
+		return -ECONNRESET;
+	return rc < 0 ? rc : 0;
+}
+
 int raw_handshake(int fd, struct raw_auth *a, int ms)
 {
 	struct sl_wire_frame f = { .type = SL_WIRE_AUTH }, in;
@@ -92,18 +106,15 @@ int raw_handshake(int fd, struct raw_auth *a, int ms)
 		return -EPROTO;
 	if (send(fd, a->step1, SL_WIRE_AUTH_LEN, MSG_NOSIGNAL) != SL_WIRE_AUTH_LEN)
 		return -ECONNRESET;
-	do
-		rc = raw_recv(fd, &in, ms);
-	while (rc == 1 && in.type == SL_WIRE_ACK);
-	if (rc == 0)
-		return -ECONNRESET;
+	rc = recv_answer(fd, &in, ms);
 	if (rc < 0)
 		return rc;
 	if (in.type != SL_WIRE_AUTH || in.u.auth.step != 2 || in.u.auth.node_id != a->to_node)
 		return -EPROTO;
-	if (a->key && !a->no_check && !peer_auth_proof_ok(a->key, PEER_ROLE_ACCEPTER, nonce_d, in.u.auth.nonce,
-					  a->node, a->to_node, a->incarnation,
-					  in.u.auth.incarnation, in.u.auth.proof))
+	if (a->key && !a->no_check &&
+	    !peer_auth_proof_ok(a->key, PEER_ROLE_ACCEPTER, nonce_d, in.u.auth.nonce, a->node,
+				a->to_node, a->incarnation, in.u.auth.incarnation,
+				in.u.auth.proof))
 		return -EACCES;
 	a->peer_incarnation = in.u.auth.incarnation;
 	f = (struct sl_wire_frame){ .type = SL_WIRE_AUTH };
@@ -138,11 +149,7 @@ int raw_hello(int fd, struct raw_auth *a, int ms)
 	f.u.hello.credits = 256;
 	if (!raw_send(fd, &f, NULL))
 		return -ECONNRESET;
-	do
-		rc = raw_recv(fd, &f, ms);
-	while (rc == 1 && f.type == SL_WIRE_ACK);
-	if (rc == 0)
-		return -ECONNRESET;
+	rc = recv_answer(fd, &f, ms);
 	if (rc < 0)
 		return rc;
 	return f.type == SL_WIRE_HELLO && f.u.hello.node_id == a->to_node ? 0 : -EPROTO;
