@@ -6,9 +6,12 @@
  * is a mutual challenge-response (wrong key, replayed handshake refused,
  * the previous key accepted, a reload applies a new one); a version-2 peer
  * is refused with one clear line; what outsiders trigger is logged with a
- * bound.  Each attack runs beside bystanders (a stream and a ping-pong
- * between the two real nodes) that must see nothing: every operation
- * SL_OK, byte-exact, no reconnect, no restart.
+ * bound.  The attacks on a live two-node link run beside bystanders (a
+ * stream and a ping-pong between the two real nodes) that must see
+ * nothing: every operation SL_OK, byte-exact, no reconnect, no restart.
+ * The cases that need the link down (its dialer absent: the address
+ * rule, replays, versions, the log bound) run against the accepter alone
+ * and check its link and counters instead.
  */
 #include "autoconfig.h"
 
