@@ -144,7 +144,7 @@ static const struct bad_case bad_cases[] = {
 	{ "text after section header", "[daemon] extra\n", -EINVAL,
 	  ":1: [daemon]: text after the section header (allowed: a ; comment)" },
 	{ "key before any section", "node = a\n", -EINVAL,
-	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault], [security] or [peers])" },
+	  ":1: node: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault], [security], [peers] or [ports])" },
 
 	/* Unknown keys, one per section. */
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
