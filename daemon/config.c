@@ -62,6 +62,7 @@
 #define REDIAL_MAX       3600000	/* one hour */
 #define DRAIN_MAX        600000	/* ten minutes */
 #define F_CUT_MAX        4294967295ull
+#define F_SHIFT_MAX      1073741824	/* 1 GiB either way */
 
 #define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, security, peers, ports"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
@@ -125,6 +126,8 @@ int config_defaults(struct config *c)
 	c->fault_delay_completions_us = 0;
 	c->fault_cut_after_frames = 0;
 	c->fault_cut_every_frames = 0;
+	c->fault_write_shift_bytes = 0;
+	c->fault_write_replay = 0;
 	c->n_peers = 0;
 	return 0;
 }
@@ -135,7 +138,9 @@ bool config_faults_on(const struct config *c)
 	       c->fault_reg_fail_after != CONFIG_FAULT_OFF ||
 	       c->fault_delay_completions_us != 0 ||
 	       c->fault_cut_after_frames != 0 ||
-	       c->fault_cut_every_frames != 0;
+	       c->fault_cut_every_frames != 0 ||
+	       c->fault_write_shift_bytes != 0 ||
+	       c->fault_write_replay != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -318,7 +323,7 @@ enum key_id {
 	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
 	K_RC_MAX_WAIT_MS,
 	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
-	K_F_CUT_AFTER, K_F_CUT_EVERY,
+	K_F_CUT_AFTER, K_F_CUT_EVERY, K_F_WRITE_SHIFT, K_F_WRITE_REPLAY,
 	K_SEC_MODE, K_SEC_KEY, K_SEC_PREV_KEY,
 	K_COUNT
 };
@@ -374,6 +379,8 @@ static const struct {
 	[K_F_DELAY_COMPL]  = { "fault", "delay_completions_us" },
 	[K_F_CUT_AFTER]    = { "fault", "cut_after_frames" },
 	[K_F_CUT_EVERY]    = { "fault", "cut_every_frames" },
+	[K_F_WRITE_SHIFT]  = { "fault", "write_shift_bytes" },
+	[K_F_WRITE_REPLAY] = { "fault", "write_replay" },
 	[K_SEC_MODE]       = { "security", "mode" },
 	[K_SEC_KEY]        = { "security", "key_file", true },
 	[K_SEC_PREV_KEY]   = { "security", "previous_key_file", true },
@@ -391,7 +398,7 @@ static const struct {
 		    "uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight" },
 	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
 	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
-		   "cut_after_frames, cut_every_frames" },
+		   "cut_after_frames, cut_every_frames, write_shift_bytes, write_replay" },
 	{ "security", "mode, key_file, previous_key_file" },
 	{ "peers", NULL },
 	{ "ports", NULL },
@@ -493,6 +500,22 @@ static int set_num(struct parse_state *st, const char *sec, const char *name,
 		return fail(st, -EINVAL, "[%s] %s: '%s' is not a number (allowed: %llu..%llu)",
 			    sec, name, value, (unsigned long long)min,
 			    (unsigned long long)max);
+	return 1;
+}
+
+/* A signed plain number in [-max, max] ("-8192"). */
+static int set_signed32(struct parse_state *st, const char *sec, const char *name,
+			const char *value, uint32_t max, int32_t *out)
+{
+	bool neg = value && value[0] == '-';
+	uint64_t v;
+	int rc = parse_u64(neg ? value + 1 : value, false, 0, max, &v);
+
+	if (rc < 0)
+		return fail(st, -EINVAL, "[%s] %s: '%s' is %s (allowed: -%u..%u)", sec, name,
+			    value, rc == -ERANGE ? "out of range" : "not a number",
+			    (unsigned)max, (unsigned)max);
+	*out = neg ? -(int32_t)v : (int32_t)v;
 	return 1;
 }
 
@@ -716,6 +739,11 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 		copy_str(k == K_SEC_KEY ? c->key_file : c->previous_key_file,
 			 CONFIG_KEY_PATH_MAX, value);
 		return 1;
+	case K_F_WRITE_SHIFT:
+		return set_signed32(st, sec, name, value, F_SHIFT_MAX,
+				    &c->fault_write_shift_bytes);
+	case K_F_WRITE_REPLAY:
+		return set_num32(st, sec, name, value, 0, 1, &c->fault_write_replay);
 	case K_COUNT:
 		break;
 	}
@@ -1164,6 +1192,12 @@ static bool format_value(const struct config *c, enum key_id k, char *buf, size_
 	case K_SEC_PREV_KEY:
 		snprintf(buf, n, "%s", c->previous_key_file);
 		return c->previous_key_file[0] != '\0';
+	case K_F_WRITE_SHIFT:
+		snprintf(buf, n, "%d", (int)c->fault_write_shift_bytes);
+		return true;
+	case K_F_WRITE_REPLAY:
+		snprintf(buf, n, "%u", (unsigned)c->fault_write_replay);
+		return true;
 	case K_COUNT:
 		break;
 	}

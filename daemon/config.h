@@ -104,7 +104,14 @@
  *               daemon; once);
  *               cut_every_frames = N, 0..4294967295 [0 = off]: the tcp
  *               transport breaks the connection on which it receives
- *               every Nth frame (counting across all connections)
+ *               every Nth frame (counting across all connections);
+ *               write_shift_bytes = N, -1073741824..1073741824 [0 = off]:
+ *               every RDMA write this daemon posts goes N bytes from the
+ *               address the peer's RTR granted (a buggy peer);
+ *               write_replay = 0|1 [0]: after each RDMA write with an
+ *               immediate, this daemon writes up to 4 KiB of 0xee bytes
+ *               to that write's address again (a write after the
+ *               rendezvous ended)
  *   [security]  who may be a peer (docs/peer-authentication.md):
  *               mode = none|authenticate [none]: none checks that a peer
  *               connects from its configured address; authenticate also
@@ -210,6 +217,8 @@ struct config {
 	enum security_mode security_mode;
 	char key_file[CONFIG_KEY_PATH_MAX];		/* "" = none */
 	char previous_key_file[CONFIG_KEY_PATH_MAX];	/* "" = none */
+	int32_t fault_write_shift_bytes;	/* 0: off */
+	uint32_t fault_write_replay;		/* 0: off, 1: on */
 	/* [peers] */
 	struct peer_conf peers[CONFIG_PEERS_MAX];
 	size_t n_peers;
@@ -226,7 +235,8 @@ int config_defaults(struct config *c);
 /*
  * config_faults_on - is any [fault] key of @c not at its off value
  * (post_enomem_every 0, reg_fail_after CONFIG_FAULT_OFF,
- * delay_completions_us 0, cut_after_frames 0, cut_every_frames 0)?
+ * delay_completions_us 0, cut_after_frames 0, cut_every_frames 0, write_shift_bytes 0,
+ * write_replay 0)?
  */
 bool config_faults_on(const struct config *c);
 

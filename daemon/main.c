@@ -345,6 +345,8 @@ static struct xport *create_transport(struct daemon *d)
 			.delay_completions_us = c->fault_delay_completions_us,
 			.cut_after_frames = c->fault_cut_after_frames,
 			.cut_every_frames = c->fault_cut_every_frames,
+			.write_shift_bytes = c->fault_write_shift_bytes,
+			.write_replay = c->fault_write_replay != 0,
 		},
 	};
 	enum xport_kind kind = c->transport;

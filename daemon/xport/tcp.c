@@ -345,8 +345,40 @@ static bool mr_covers(const struct tcp_mr *mr, uintptr_t addr, uint64_t len)
 	return addr >= base && addr - base <= mr->len && len <= mr->len - (addr - base);
 }
 
+/*
+ * The replay fault: after write @done (with its immediate, the end of its
+ * rendezvous), write XPORT_REPLAY_MAX bytes of 0xee (at most its length)
+ * to the same place again, as a peer that kept an rkey would.  wr_id 0:
+ * nothing of the link's.  Best effort: skipped when the SQ is full.
+ */
+static void fault_replay_write(struct xport_conn *c, const struct sl_wire_frame *done)
+{
+	static uint8_t junk[XPORT_REPLAY_MAX];
+	struct sl_wire_frame f = *done;
+	struct tcp_wr *slot;
+	int err, n;
+
+	if (tcp_sq_space(c) == 0 || !(slot = sq_reserve(c, false, &err)))
+		return;
+	memset(junk, 0xee, sizeof(junk));
+	f.payload_len = done->payload_len < sizeof(junk) ? done->payload_len : sizeof(junk);
+	f.u.write.has_imm = false;
+	f.u.write.imm = 0;
+	n = sl_wire_encode(&f, slot->hdr, sizeof(slot->hdr));
+	if (n < 0)
+		return;
+	slot->wr_id = 0;
+	slot->payload = junk;
+	slot->payload_len = f.payload_len;
+	slot->hdr_len = (uint32_t)n;
+	c->sq_tail++;
+	c->sq_bytes += f.payload_len;
+	c->x->st.faults_injected++;
+}
+
 static int tcp_post_write(struct xport_conn *c, const struct xport_write_wr *wr)
 {
+	const struct xport_faults *fl = &c->x->base.params.faults;
 	struct sl_wire_frame f = { .type = SL_WIRE_WRITE };
 	struct tcp_wr *slot;
 	int err, n;
@@ -364,7 +396,10 @@ static int tcp_post_write(struct xport_conn *c, const struct xport_write_wr *wr)
 	if (!slot)
 		return err;
 	f.payload_len = wr->len;
-	f.u.write.raddr = wr->raddr;
+	/* The shift fault: a peer that writes where it was not granted. */
+	f.u.write.raddr = wr->raddr + (uint64_t)(int64_t)fl->write_shift_bytes;
+	if (fl->write_shift_bytes)
+		c->x->st.faults_injected++;
 	f.u.write.rkey = wr->rkey;
 	f.u.write.has_imm = wr->has_imm;
 	f.u.write.imm = wr->has_imm ? wr->imm : 0;
@@ -377,6 +412,8 @@ static int tcp_post_write(struct xport_conn *c, const struct xport_write_wr *wr)
 	slot->hdr_len = (uint32_t)n;
 	c->sq_tail++;
 	c->sq_bytes += wr->len;
+	if (wr->has_imm && fl->write_replay)
+		fault_replay_write(c, &f);
 	return 0;
 }
 

@@ -127,7 +127,16 @@ struct xport_faults {
 	 * as if the network failed (the frame is not delivered). */
 	uint64_t cut_after_frames;	/* 0 off; the Nth frame, once */
 	uint32_t cut_every_frames;	/* 0 off; every Nth frame */
+	/* A buggy peer, on the sending side: every RDMA write posted goes
+	 * this many bytes from its raddr (0 off). */
+	int32_t write_shift_bytes;
+	/* A write after the rendezvous ended: each write with an immediate
+	 * is followed by up to XPORT_REPLAY_MAX bytes of 0xee to the same
+	 * (rkey, raddr), without one. */
+	bool write_replay;
 };
+
+#define XPORT_REPLAY_MAX 4096	/* bytes of a write_replay fault's write */
 
 struct xport_params {
 	uint32_t sq_depth;		/* WRs per connection SQ */
