@@ -481,6 +481,7 @@ uint64_t link_credits_left(const struct link *l)
 }
 
 static void note_rtr_posted(struct link *l, const struct link_frame *f);
+static int rtr_grant(struct link *l, struct link_frame *f);
 
 /* Post control frame @f (NAK, RTR, FIN, DONE). */
 static int post_ctl(struct link *l, struct link_frame *f)
@@ -634,7 +635,10 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 	unsigned posted = 0;
 
 	while ((f = TAILQ_FIRST(&l->backlog)) && !is_send(f)) {
-		int rc = post_ctl(l, f);
+		int rc = f->type == SL_WIRE_RTR ? rtr_grant(l, f) : 0;
+
+		if (rc == 0)
+			rc = post_ctl(l, f);
 
 		if (rc == -ENOMEM) {
 			if (!f->deferred) {
@@ -1064,11 +1068,22 @@ static struct rndv_recv *find_rndv_recv(struct link *l, uint32_t recv_id)
 	return NULL;
 }
 
+/* End @rr's grant: no write of the peer lands in its buffer after this. */
+static void rndv_recv_revoke(struct rndv_recv *rr)
+{
+	struct link *l = rr->l;
+
+	if (rr->grant_rkey && l->conn)
+		l->d->xp->ops->revoke(l->conn, rr->grant_rkey);
+	rr->grant_rkey = 0;
+}
+
 /* Unlink @rr and return its registration and queue; @r is the caller's. */
 static void rndv_recv_free(struct rndv_recv *rr)
 {
 	struct link *l = rr->l;
 
+	rndv_recv_revoke(rr);	/* before the registration can go */
 	TAILQ_REMOVE(&l->rndv_rx, rr, link);
 	l->n_rndv_rx--;
 	TAILQ_REMOVE(&rr->q->claims, rr, qlink);
@@ -1315,6 +1330,84 @@ static void note_rtr_posted(struct link *l, const struct link_frame *f)
 		rr->rtr_seq = f->seq;
 }
 
+/*
+ * RTR @f is about to be posted: give it a grant of exactly its receive's
+ * range on the current connection (one per rendezvous and connection;
+ * an RTR sent again on the same connection names the same grant).
+ * Returns 0 (post it), or -ENOMEM (the transport is out of grants or SQ
+ * room for a bind: it waits in the backlog like a refused post; a revoke
+ * or completion drives it again).  Any other failure is a bug: the
+ * rendezvous is refused with SL_NAK_BUSY and @f turned into that
+ * refusal, so the sender is never left waiting.
+ */
+static int rtr_grant(struct link *l, struct link_frame *f)
+{
+	struct rndv_recv *rr;
+	int rc;
+
+	if (f->ctl_status != SL_OK || f->rtr_len == 0)
+		return 0;
+	rr = find_rndv_recv(l, f->ctl_recv_id);
+	if (!rr || rr->aborted || !rr->mr)
+		return 0;
+	if (!rr->grant_rkey) {
+		rc = l->d->xp->ops->grant(l->conn, rr->mr->handle, rndv_recv_raddr(rr),
+					  rr->wlen, &rr->grant_rkey);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			log_err("link %s: no grant for rendezvous %u: %s", l->peer->name,
+				rr->recv_id, strerror(-rc));
+			rr->grant_rkey = 0;
+			f->ctl_status = SL_NAK_BUSY;
+			f->ctl_recv_id = 0;
+			f->rtr_raddr = f->rtr_len = 0;
+			f->rtr_rkey = f->rtr_offset = 0;
+			rndv_recv_giveback(rr, SL_NAK_BUSY);
+			return 0;
+		}
+	}
+	f->rtr_rkey = rr->grant_rkey;
+	return 0;
+}
+
+/* The connection is gone, and every grant with it (xport.h). */
+static void rndv_recv_grants_lost(struct link *l)
+{
+	struct rndv_recv *rr;
+
+	TAILQ_FOREACH(rr, &l->rndv_rx, link)
+		rr->grant_rkey = 0;
+}
+
+/*
+ * A write of @rr's rendezvous was refused (outside its grant, or after
+ * it): the rendezvous fails with @status on both sides, as an access
+ * error, and its grant ends at once, so no later write of it lands
+ * either.  The receive completes with @status (its buffer may hold part
+ * of the data); the sender hears it through the abort's RTR.  The link
+ * and every other rendezvous go on.
+ */
+static void rndv_recv_fail(struct rndv_recv *rr, int status)
+{
+	rndv_recv_revoke(rr);
+	if (rr->aborted)
+		return;
+	engine_complete(rr->q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, rr->r->user_ctx,
+			status);
+	rndv_recv_abort(rr, status);
+}
+
+static struct rndv_recv *find_rndv_recv_by_grant(struct link *l, uint32_t rkey)
+{
+	struct rndv_recv *rr;
+
+	TAILQ_FOREACH(rr, &l->rndv_rx, link)
+		if (rr->grant_rkey == rkey)
+			return rr;
+	return NULL;
+}
+
 /* Forget every RTR for @recv_id not yet acked: queued, or sent on a
  * connection that broke (the peer may not have it; if it does, it has
  * stopped writing since, and waits for the next RTR). */
@@ -1443,6 +1536,7 @@ static void link_went_down(struct link *l, int err)
 	 * closed(), so nothing is posted any more. */
 	while ((f = TAILQ_FIRST(&l->writes)))
 		writes_remove(l, f);
+	rndv_recv_grants_lost(l);
 	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
 		if (!f->recv_id || frame_decided(f))
 			continue;
@@ -2284,13 +2378,40 @@ static void up_write_placed(struct xport_conn *c, void *ctx, uint32_t rkey, uint
 	if (!l || l->conn != c || len == 0)
 		return;
 	TAILQ_FOREACH(rr, &l->rndv_rx, link) {
-		if (rr->aborted || !rr->mr || rr->mr->rkey != rkey ||
+		if (rr->aborted || !rr->grant_rkey || rr->grant_rkey != rkey ||
 		    raddr != rndv_recv_raddr(rr) + rr->placed)
 			continue;
 		if (len <= rr->wlen - rr->placed)
 			rr->placed += len;
 		return;
 	}
+}
+
+/*
+ * A write outside its grant (tcp): the transport placed none of it and
+ * keeps the stream.  The rendezvous whose grant it named fails; so does
+ * the one its immediate names, whose end that write was meant to be (no
+ * FIN comes after a last write, so it is released here).  A key granted
+ * to nobody now (a write after its rendezvous ended) costs nothing.
+ */
+static int up_write_refused(struct xport_conn *c, void *ctx, uint32_t rkey, bool has_imm,
+			    uint32_t imm)
+{
+	struct link *l = ctx;
+	struct rndv_recv *rr;
+
+	if (!l || l->conn != c)
+		return -EPROTO;
+	if (rkey && (rr = find_rndv_recv_by_grant(l, rkey)))
+		rndv_recv_fail(rr, SL_ERR_ACCESS);
+	if (has_imm && (rr = find_rndv_recv(l, imm))) {
+		if (!rr->rtr_sent)
+			return -EPROTO;	/* as process_fin: it asked for no write */
+		rndv_recv_fail(rr, SL_ERR_ACCESS);
+		rndv_recv_free(rr);
+	}
+	daemon_kick(l->d);
+	return 0;
 }
 
 static void up_closed(struct xport_conn *c, void *ctx, int err)
@@ -2320,6 +2441,7 @@ const struct xport_upcalls link_upcalls = {
 	.recv = up_recv,
 	.write_imm = up_write_imm,
 	.write_placed = up_write_placed,
+	.write_refused = up_write_refused,
 	.closed = up_closed,
 	.stranger = link_auth_stranger,
 };

@@ -196,6 +196,10 @@ struct rndv_recv {
 	bool aborted;
 	const struct rcache_mr *mr;
 	struct rcache_req req;
+	/* The grant our RTR carries (xport grant(): exactly the receive's
+	 * range, on l->conn), made when the RTR is posted, revoked when the
+	 * rendezvous ends or fails; it dies with the connection.  0: none. */
+	uint32_t grant_rkey;
 };
 
 /* Rendezvous sends that failed, remembered so that a late RTR (or one

@@ -103,6 +103,13 @@ static const struct stat_desc xport_stats[] = {
 	U64(struct xport_stats, writes_rx, "writes_rx"),
 	U64(struct xport_stats, access_errors, "access_errors"),
 	U64(struct xport_stats, cuts, "cuts"),
+	U64(struct xport_stats, grants, "grants"),
+	U64(struct xport_stats, grant_fails, "grant_fails"),
+	U64(struct xport_stats, grant_violations, "grant_violations"),
+	U64(struct xport_stats, grant_below, "grant_below"),
+	U64(struct xport_stats, grant_above, "grant_above"),
+	U64(struct xport_stats, grant_revoked, "grant_revoked"),
+	U64(struct xport_stats, grant_unknown, "grant_unknown"),
 };
 
 static const struct stat_desc link_stats[] = {

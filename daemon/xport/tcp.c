@@ -10,14 +10,18 @@
  *
  * RDMA writes are WRITE frames on the same stream, so they keep RC order
  * with the sends.  The target checks (rkey, raddr, len) against the
- * transport's MR table before it places a byte, then reads the payload
- * straight from the socket into the registered memory (no bounce copy).
- * Every read that brings bytes, of a frame or of a write's payload,
- * stamps the connection (last_rx): the link counts any byte as hearing
- * its peer.
- * A bad key or range closes the connection, as a remote access error
- * does to an RC QP.  Keys carry a generation, so a deregistered key never
- * matches again even when its slot is reused.
+ * connection's grants (grant.h: the exact range an RTR named, for one
+ * rendezvous) and the grant's registration before it places a byte, then
+ * reads the payload straight from the socket into the registered memory
+ * (no bounce copy).  Every read that brings bytes, of a frame or of a
+ * write's payload, stamps the connection (last_rx): the link counts any
+ * byte as hearing its peer.
+ * A write outside its grant places nothing: its payload is read and
+ * dropped, so the stream stays in sync, and the link hears of it
+ * (write_refused) and fails that rendezvous only; where an RC QP would
+ * break for everybody, one buggy rendezvous costs only itself.  Keys
+ * carry a generation, so a deregistered or revoked key never matches
+ * again even when its slot is reused.
  *
  * The SQ has three indices: completed <= written <= posted.  Without the
  * completion-delay fault a WR completes as soon as it is written.
@@ -47,6 +51,7 @@
 #include "accept_pause.h"
 #include "log.h"
 #include "xport/addr.h"
+#include "xport/grant.h"
 #include "xport/xport.h"
 
 #define TCP_IOV_BATCH 64		/* frames per writev() */
@@ -119,6 +124,8 @@ struct xport_conn {
 	uint32_t wr_rkey;
 	bool wr_has_imm;
 	uint32_t wr_imm;
+	bool wr_discard;	/* the write was refused: drop its bytes */
+	struct grant_table grants;	/* what the peer may write */
 	/* Receive buffer: bytes [rx_off, rx_len) are unparsed. */
 	uint8_t *rx;
 	size_t rx_cap;
@@ -155,6 +162,7 @@ struct tcp_xport {
 	uint32_t mr_gen;
 	uint64_t reg_calls;
 	uint64_t rx_frames;		/* frames received, all conns (cut faults) */
+	struct grant_log_limit refused_log;
 	struct xport_stats st;
 };
 
@@ -172,6 +180,8 @@ static void done_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void conn_free(struct xport_conn *c)
 {
 	LIST_REMOVE(c, all);
+	c->x->st.grants -= c->grants.live;
+	grant_table_free(&c->grants);
 	free(c->sq);
 	free(c->rx);
 	free(c);
@@ -237,6 +247,7 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 	c->x = x;
 	c->fd = fd;
 	c->state = st;
+	grant_table_init(&c->grants);
 	c->sq_mask = depth - 1;
 	c->sq_depth = x->base.params.sq_depth;
 	c->rx_cap = TCP_RX_INITIAL;
@@ -473,6 +484,65 @@ static void tcp_dereg_mr(struct xport *xb, uint64_t handle)
 	x->st.mrs--;
 }
 
+static int tcp_grant(struct xport_conn *c, uint64_t mr_handle, uint64_t addr, uint64_t len,
+		     uint32_t *rkey)
+{
+	struct tcp_xport *x = c->x;
+	const struct tcp_mr *mr;
+	int rc;
+
+	if (c->state == TCP_CLOSED)
+		return -ENOTCONN;
+	if (mr_handle >= x->mr_used || !x->mrs[mr_handle].key ||
+	    !mr_covers(&x->mrs[mr_handle], (uintptr_t)addr, len) || len == 0) {
+		x->st.grant_fails++;
+		return -EINVAL;
+	}
+	mr = &x->mrs[mr_handle];
+	rc = grant_add(&c->grants, addr, len, mr->key, rkey);
+	if (rc) {
+		x->st.grant_fails++;
+		return rc;
+	}
+	x->st.grants++;
+	return 0;
+}
+
+static void tcp_revoke(struct xport_conn *c, uint32_t rkey)
+{
+	if (grant_remove(&c->grants, rkey))
+		c->x->st.grants--;
+}
+
+/* May a write of @len bytes (> 0) at @raddr with @rkey land on @c?  Its
+ * grant, and the registration under it (deregistered while the write
+ * was on its way: the memory may be gone). */
+static enum grant_verdict write_check(const struct xport_conn *c, uint32_t rkey,
+				      uint64_t raddr, uint64_t len)
+{
+	const struct xport_grant *g = NULL;
+	enum grant_verdict v = grant_check(&c->grants, rkey, raddr, len, &g);
+	const struct tcp_mr *mr;
+
+	if (v != GRANT_OK)
+		return v;
+	mr = mr_lookup(c->x, (uint32_t)g->cookie);
+	return mr && mr_covers(mr, (uintptr_t)raddr, len) ? GRANT_OK : GRANT_REVOKED;
+}
+
+static void count_refusal(struct tcp_xport *x, enum grant_verdict v)
+{
+	x->st.access_errors++;
+	x->st.grant_violations++;
+	switch (v) {
+	case GRANT_BELOW: x->st.grant_below++; break;
+	case GRANT_ABOVE: x->st.grant_above++; break;
+	case GRANT_REVOKED: x->st.grant_revoked++; break;
+	case GRANT_UNKNOWN: x->st.grant_unknown++; break;
+	case GRANT_OK: break;
+	}
+}
+
 static void tcp_get_stats(const struct xport *xb, struct xport_stats *st)
 {
 	*st = to_tcp((struct xport *)xb)->st;
@@ -632,6 +702,37 @@ static int write_placed(struct xport_conn *c)
 }
 
 /*
+ * The write being read (its header in c->wr_*, c->wr_left bytes of it
+ * still to come) may not land, for reason @v: nothing more of it is
+ * placed, the rest of its payload is read and dropped, and the link
+ * hears of it.  Counted and logged (rate-limited: a peer can do it at
+ * will).  Returns 0, or -errno when the connection must break.
+ */
+static int write_refuse(struct xport_conn *c, enum grant_verdict v)
+{
+	struct tcp_xport *x = c->x;
+	const struct xport_upcalls *up = x->base.up;
+	uint64_t suppressed;
+	int rc;
+
+	count_refusal(x, v);
+	if (grant_log_allow(&x->refused_log, ev_now(x->base.loop), &suppressed))
+		log_warn("tcp: %s: write refused, %s: rkey %08x addr %#llx len %llu"
+			 " (%llu such lines suppressed before)", c->name, grant_verdict_name(v),
+			 c->wr_rkey, (unsigned long long)c->wr_raddr,
+			 (unsigned long long)c->wr_len, (unsigned long long)suppressed);
+	c->wr_discard = true;
+	c->wr_dst = NULL;
+	if (!up->write_refused)
+		return -EACCES;	/* nobody to tell: as an RC QP would */
+	rc = up->write_refused(c, c->ctx, c->wr_rkey, c->wr_has_imm, c->wr_imm);
+	c->wr_has_imm = false;
+	if (c->state != TCP_UP)
+		return -ECONNRESET;	/* the upcall broke the connection */
+	return rc;
+}
+
+/*
  * A WRITE header arrived with @avail payload bytes behind it in the
  * buffer.  Check it against the MR table, place what is here, and leave
  * the rest to be read straight into place.  Returns 0 or -errno.
@@ -639,21 +740,12 @@ static int write_placed(struct xport_conn *c)
 static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 		       const uint8_t *payload, size_t avail)
 {
-	const struct tcp_mr *mr = NULL;
 	size_t n = avail < f->payload_len ? avail : f->payload_len;
+	enum grant_verdict v;
+	int rc;
 
 	if (!c->ctx)
 		return -EPROTO;	/* no link attached: nobody may write */
-	if (f->payload_len) {
-		mr = mr_lookup(c->x, f->u.write.rkey);
-		if (!mr || !mr_covers(mr, (uintptr_t)f->u.write.raddr, f->payload_len)) {
-			c->x->st.access_errors++;
-			log_warn("tcp: %s: remote access error: rkey %08x addr %#llx len %u",
-				 c->name, f->u.write.rkey,
-				 (unsigned long long)f->u.write.raddr, f->payload_len);
-			return -EACCES;
-		}
-	}
 	c->wr_dst = (uint8_t *)(uintptr_t)f->u.write.raddr;
 	c->wr_raddr = f->u.write.raddr;
 	c->wr_left = f->payload_len;
@@ -661,6 +753,16 @@ static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 	c->wr_rkey = f->u.write.rkey;
 	c->wr_has_imm = f->u.write.has_imm;
 	c->wr_imm = f->u.write.imm;
+	/* An empty write places nothing: it carries only its immediate. */
+	v = f->payload_len ? write_check(c, f->u.write.rkey, f->u.write.raddr, f->payload_len)
+			   : GRANT_OK;
+	if (v != GRANT_OK) {
+		rc = write_refuse(c, v);
+		c->wr_left -= n;	/* those bytes are dropped with the buffer's */
+		if (!c->wr_left)
+			c->wr_discard = false;
+		return rc;
+	}
 	if (n)
 		memcpy(c->wr_dst, payload, n);
 	c->wr_dst += n;
@@ -812,15 +914,30 @@ static int parse_frames(struct xport_conn *c)
  * read (> 0), 0 at EOF, -EAGAIN, or -errno. */
 static ssize_t read_write_payload(struct xport_conn *c)
 {
-	const struct tcp_mr *mr = mr_lookup(c->x, c->wr_rkey);
 	ssize_t r;
 	int rc;
 
-	/* Deregistered while the write was on its way: the memory may be
-	 * gone, so this is an access error, not a place to write. */
-	if (!mr || !mr_covers(mr, (uintptr_t)c->wr_dst, c->wr_left)) {
-		c->x->st.access_errors++;
-		return -EACCES;
+	/* Revoked or deregistered while the write was on its way: the
+	 * memory may be someone else's now, so not a place to write. */
+	if (!c->wr_discard &&
+	    write_check(c, c->wr_rkey, (uintptr_t)c->wr_dst, c->wr_left) != GRANT_OK) {
+		rc = write_refuse(c, GRANT_REVOKED);
+		if (rc < 0)
+			return rc;
+	}
+	if (c->wr_discard) {
+		/* While a write's payload is read, the buffer holds nothing
+		 * (parse_frames consumed it all): a scratch area. */
+		r = read(c->fd, c->rx, c->wr_left < c->rx_cap ? c->wr_left : c->rx_cap);
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ?
+			       -EAGAIN : -errno;
+		if (r > 0)
+			c->rx_at = ev_now(c->x->base.loop);
+		c->wr_left -= (uint64_t)r;
+		if (!c->wr_left)
+			c->wr_discard = false;
+		return r;
 	}
 	r = read(c->fd, c->wr_dst, c->wr_left);
 	if (r < 0)
@@ -963,6 +1080,10 @@ static void tcp_close(struct xport_conn *c, int err)
 	ev_timer_stop(loop, &c->hello_w);
 	ev_timer_stop(loop, &c->done_w);
 	c->wr_left = 0;
+	c->wr_discard = false;
+	/* The grants die with the connection. */
+	c->x->st.grants -= c->grants.live;
+	grant_table_free(&c->grants);
 	/* An abortive close (RST, unsent bytes discarded), as a QP in error:
 	 * after a partition heals, the kernel must not go on delivering
 	 * frames of a connection the link gave up (the new connection sends
@@ -1192,6 +1313,8 @@ static const struct xport_ops tcp_ops = {
 	.sq_bytes = tcp_sq_bytes,
 	.reg_mr = tcp_reg_mr,
 	.dereg_mr = tcp_dereg_mr,
+	.grant = tcp_grant,
+	.revoke = tcp_revoke,
 	.get_stats = tcp_get_stats,
 	.set_ctx = tcp_set_ctx,
 	.set_rx_limit = tcp_set_rx_limit,

@@ -32,8 +32,14 @@
  *                        the device had: it may have been executed with
  *                        only its acknowledgement lost).
  *   - reg_mr()/dereg_mr() register daemon memory with the transport (the
- *     protection domain): a write whose rkey or range is not registered
- *     breaks the connection at the target (IBV_WC_REM_ACCESS_ERR on RC).
+ *     protection domain); a registration alone admits no remote write.
+ *   - grant()/revoke() open and close remote write access to exactly one
+ *     range of a registration, on one connection, for one rendezvous
+ *     (the RTR carries the grant's key; docs/rendezvous-grants.md).  A
+ *     write whose key is no live grant of its connection, or whose range
+ *     is not inside the grant, places no byte: tcp discards its payload,
+ *     reports it through write_refused() and keeps the connection; verbs
+ *     (memory windows) breaks the QP, as RC does (IBV_WC_REM_ACCESS_ERR).
  *   - Received frames are handed up whole and already validated by
  *     sl_wire_decode_hdr(); the payload pointer is valid only during the
  *     upcall.
@@ -86,6 +92,16 @@ struct xport_upcalls {
 	 * cannot resume a cut rendezvous from the middle there. */
 	void (*write_placed)(struct xport_conn *c, void *ctx, uint32_t rkey, uint64_t raddr,
 			     uint32_t len);
+	/* Optional for a transport: an RDMA write on @c was refused before
+	 * any byte was placed (its key no live grant of @c, or its range
+	 * outside the grant; the transport counted and logged it) and its
+	 * payload is being discarded; the connection stays in sync.  @rkey
+	 * as the write named it; @has_imm and @imm its immediate, which is
+	 * not delivered through write_imm().  Return 0, or -EPROTO to break
+	 * the connection.  A transport that cannot keep the connection
+	 * (verbs: the NIC fails the QP) never calls it. */
+	int (*write_refused)(struct xport_conn *c, void *ctx, uint32_t rkey, bool has_imm,
+			     uint32_t imm);
 	/* The connection broke or was closed by the peer; every posted frame
 	 * has already had its send completion.  The conn is freed after. */
 	void (*closed)(struct xport_conn *c, void *ctx, int err);	/* Optional for the link layer: the bytes on @c, an accepted
@@ -164,6 +180,12 @@ struct xport_stats {
 	uint64_t faults_injected;	/* of those and reg_fails, injected */
 	uint64_t writes_rx;		/* RDMA writes placed */
 	uint64_t access_errors;		/* writes refused: bad rkey or range */
+	uint64_t grants;		/* live grants now, every connection */
+	uint64_t grant_fails;		/* grant() calls that failed */
+	/* Writes refused by the grant check (tcp), by reason: the sum of
+	 * the four (grant.h, enum grant_verdict). */
+	uint64_t grant_violations;
+	uint64_t grant_below, grant_above, grant_revoked, grant_unknown;
 	uint64_t cuts;			/* connections broken by [fault] cut_* */
 };
 
@@ -208,8 +230,29 @@ struct xport_ops {
 	 * table (max_mr) or the device is out of room, -EINVAL (len 0). */
 	int (*reg_mr)(struct xport *x, void *addr, uint64_t len, uint64_t *handle,
 		      uint32_t *lkey, uint32_t *rkey);
-	/* Deregister; the keys are dead at once.  Never fails. */
+	/* Deregister; the keys are dead at once.  Never fails.  Grants in
+	 * it must have been revoked first. */
 	void (*dereg_mr)(struct xport *x, uint64_t handle);
+	/*
+	 * Let the peer on @c write exactly [addr, addr + len) of registration
+	 * @mr_handle (reg_mr's handle; the range inside it), until revoke():
+	 * for one rendezvous, whose RTR carries *rkey.  Writes are accepted
+	 * on @c only; the grant dies with @c.  On verbs the range becomes
+	 * writable once the WRs posted on @c before this call are executed
+	 * (a memory-window bind WR ahead of the RTR: RC order), or at once
+	 * (the fallback, a registration of the exact range).  Returns 0;
+	 * -ENOMEM when the connection's grants are all taken (tcp:
+	 * GRANT_TABLE_MAX), the SQ is full or the device is out of room (try
+	 * again after a revoke or a completion); -EINVAL for a range outside
+	 * the registration or len 0; -ENOTCONN when @c is broken.
+	 */
+	int (*grant)(struct xport_conn *c, uint64_t mr_handle, uint64_t addr, uint64_t len,
+		     uint32_t *rkey);
+	/* End grant @rkey of @c: no write with it is placed after this
+	 * returns (tcp: checked at each write's header and again before each
+	 * read of its payload; verbs: the window is invalidated or its
+	 * registration dropped).  Never fails; an unknown key is ignored. */
+	void (*revoke)(struct xport_conn *c, uint32_t rkey);
 	void (*get_stats)(const struct xport *x, struct xport_stats *st);
 	/* Attach the link; an accepted conn must get one within
 	 * XPORT_HELLO_TIMEOUT or it is closed. */
