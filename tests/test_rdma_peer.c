@@ -1,10 +1,11 @@
 /*
  * test_rdma_peer.c - the tcp transport's RDMA semantics, seen from a raw
  * peer that speaks the wire protocol by hand: a rendezvous written
- * correctly lands in the receive and is answered with DONE; a write with
- * a bad rkey, out of the registered range, or before HELLO breaks the
- * connection (a remote access error, as on an RC QP) and costs no data,
- * no receive and no daemon.
+ * correctly lands in the receive and is answered with DONE; a write
+ * before HELLO breaks the connection; a write with a key that is no live
+ * grant (never granted, or after its rendezvous ended) or outside its
+ * grant places no byte and keeps the connection: outside its grant, that
+ * rendezvous fails SL_ERR_ACCESS on both sides (docs/rendezvous-grants.md).
  */
 #include "autoconfig.h"
 
@@ -104,20 +105,22 @@ static int peer_hello(const struct h_daemon *b, uint32_t peer_id)
 	return fd;
 }
 
-/* Send the RTS for a MSG_LEN message and return the daemon's RTR. */
-static void rts_to_rtr(int fd, const struct h_daemon *b, struct sl_wire_frame *rtr)
+/* Send the RTS (@seq, @send_id) for a MSG_LEN message and return the
+ * daemon's RTR. */
+static void rts_to_rtr(int fd, const struct h_daemon *b, struct sl_wire_frame *rtr,
+		       uint64_t seq, uint64_t send_id)
 {
-	struct sl_wire_frame f = { .type = SL_WIRE_RTS, .seq = 1 };
+	struct sl_wire_frame f = { .type = SL_WIRE_RTS, .seq = seq };
 
 	f.u.rts.src_port = PEER_PORT;
 	f.u.rts.dst_port = RECV_PORT;
 	f.u.rts.dst_node = b->node;
 	f.u.rts.tag = TAG;
 	f.u.rts.msg_len = MSG_LEN;
-	f.u.rts.send_id = 77;
+	f.u.rts.send_id = send_id;
 	send_frame(fd, &f, NULL);
 	expect_frame(fd, SL_WIRE_RTR, rtr);
-	H_EQ(rtr->u.rtr.send_id, 77);
+	H_EQ(rtr->u.rtr.send_id, send_id);
 	H_EQ(rtr->u.rtr.status, SL_OK);
 	H_EQ(rtr->u.rtr.len, MSG_LEN);
 	H_ASSERT(rtr->u.rtr.recv_id != 0 && rtr->u.rtr.rkey != 0, "recv_id %u rkey %u",
@@ -134,6 +137,19 @@ static void send_write(int fd, uint64_t raddr, uint32_t rkey, const void *data, 
 	f.u.write.has_imm = imm;
 	f.u.write.imm = imm ? imm_data : 0;
 	send_frame(fd, &f, data);
+}
+
+/* Wait (bounded) until counter @name of @b reads @want. */
+static void wait_stat(const struct h_daemon *b, const char *name, uint64_t want)
+{
+	int64_t t0 = h_now_ms();
+	uint64_t v;
+
+	while ((v = h_daemon_stat(b, name)) != want) {
+		H_ASSERT(h_now_ms() - t0 < 5000, "%s is %llu, not %llu after 5 s", name,
+			 (unsigned long long)v, (unsigned long long)want);
+		h_sleep_ms(10);
+	}
 }
 
 /* Milliseconds until the daemon closes @fd (frames it sends are read and
@@ -204,39 +220,20 @@ START_TEST(rdma_writes_are_checked)
 	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "anonymous write left the connection open");
 	close(fd);
 
-	/* A bad rkey: the connection breaks, the receive is given back. */
+	/* A key that was never granted: refused, no byte placed, counted;
+	 * the connection and the rendezvous go on. */
 	fd = peer_hello(&b, peer_id);
-	rts_to_rtr(fd, &b, &rtr);
+	rts_to_rtr(fd, &b, &rtr, 1, 77);
 	send_write(fd, rtr.u.rtr.raddr, rtr.u.rtr.rkey ^ 0x5a5a0000u, data, 16, false, 0);
-	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "bad rkey left the connection open");
-	close(fd);
+	wait_stat(&b, "xport.grant_unknown", 1);
 	H_EQ(h_daemon_stat(&b, "xport.access_errors"), 1);
-
-	/* Past the registered range (the region is chunk-aligned, so go a
-	 * whole 2 MiB chunk beyond): the same. */
-	fd = peer_hello(&b, peer_id);
-	rts_to_rtr(fd, &b, &rtr);
-	send_write(fd, rtr.u.rtr.raddr + (2u << 20), rtr.u.rtr.rkey, data, 16, false, 0);
-	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "out-of-range write left the connection open");
-	close(fd);
-	H_EQ(h_daemon_stat(&b, "xport.access_errors"), 2);
-
-	/* An immediate naming no rendezvous is a protocol error too. */
-	fd = peer_hello(&b, peer_id);
-	rts_to_rtr(fd, &b, &rtr);
-	send_write(fd, 0, 0, NULL, 0, true, rtr.u.rtr.recv_id + 1000);
-	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "unknown immediate left the connection open");
-	close(fd);
-
-	/* None of that reached the receive. */
 	H_EQ(h_wait_cqe(q, &cqe, 50), 0);
 	for (uint32_t i = 0; i < MSG_LEN; i++)
 		H_ASSERT(rbuf[i] == 0xee, "byte %u written by a refused write", i);
 
-	/* Done right, in two writes, the last with the immediate: the
-	 * receive completes with the data and the peer gets DONE. */
-	fd = peer_hello(&b, peer_id);
-	rts_to_rtr(fd, &b, &rtr);
+	/* Done right, on the same connection, in two writes, the last with
+	 * the immediate: the receive completes with the data and the peer
+	 * gets DONE. */
 	send_write(fd, rtr.u.rtr.raddr, rtr.u.rtr.rkey, data, 60000, false, 0);
 	send_write(fd, rtr.u.rtr.raddr + 60000, rtr.u.rtr.rkey, data + 60000, MSG_LEN - 60000,
 		   true, rtr.u.rtr.recv_id);
@@ -248,12 +245,45 @@ START_TEST(rdma_writes_are_checked)
 	H_EQ(memcmp(rbuf, data, MSG_LEN), 0);
 	expect_frame(fd, SL_WIRE_DONE, &f);
 	H_EQ(f.u.done.send_id, 77);
-	H_EQ(h_daemon_stat(&b, "xport.access_errors"), 2);
-	/* Placed: the empty write whose immediate was refused, and these two. */
-	H_EQ(h_daemon_stat(&b, "xport.writes_rx"), 3);
 	snprintf(conf, sizeof(conf), "link.%s.rndv_rx_done", name);
 	H_EQ(h_daemon_stat(&b, conf), 1);
+
+	/* The same key after the rendezvous ended: its grant died with it. */
+	send_write(fd, rtr.u.rtr.raddr, rtr.u.rtr.rkey, data + 1, 16, false, 0);
+	wait_stat(&b, "xport.grant_revoked", 1);
+	H_EQ(memcmp(rbuf, data, MSG_LEN), 0);
+
+	/* Past its grant (a whole 2 MiB chunk beyond, still inside what the
+	 * cache may hold): that rendezvous fails SL_ERR_ACCESS on both sides,
+	 * the buffer untouched; the peer ends it with a FIN, as a link does. */
+	memset(rbuf, 0xee, MSG_LEN);
+	H_EQ(sl_recv(q, (sl_addr_t){ peer_id, PEER_PORT }, TAG, ~0ull, rbuf, MSG_LEN, 2), 0);
+	rts_to_rtr(fd, &b, &rtr, 2, 78);
+	send_write(fd, rtr.u.rtr.raddr + (2u << 20), rtr.u.rtr.rkey, data, 16, false, 0);
+	expect_frame(fd, SL_WIRE_RTR, &f);
+	H_EQ(f.u.rtr.send_id, 78);
+	H_EQ(f.u.rtr.recv_id, rtr.u.rtr.recv_id);
+	H_EQ(f.u.rtr.status, SL_ERR_ACCESS);
+	H_EQ(h_wait_cqe(q, &cqe, 5000), 1);
+	H_ASSERT(cqe.status == SL_ERR_ACCESS && cqe.user_ctx == 2, "receive %llu: %s",
+		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status));
+	for (uint32_t i = 0; i < MSG_LEN; i++)
+		H_ASSERT(rbuf[i] == 0xee, "byte %u written by a refused write", i);
+	f = (struct sl_wire_frame){ .type = SL_WIRE_FIN, .seq = 3 };
+	f.u.fin.recv_id = rtr.u.rtr.recv_id;
+	f.u.fin.status = SL_ERR_ACCESS;
+	send_frame(fd, &f, NULL);
+	H_EQ(h_daemon_stat(&b, "xport.grant_above"), 1);
+	H_EQ(h_daemon_stat(&b, "xport.access_errors"), 3);
+
+	/* An immediate naming no rendezvous is a protocol error. */
+	send_write(fd, 0, 0, NULL, 0, true, rtr.u.rtr.recv_id + 1000);
+	H_ASSERT(ms_until_closed(fd, 2000) >= 0, "unknown immediate left the connection open");
 	close(fd);
+	/* Placed: the two writes done right, and the empty one whose
+	 * immediate was refused. */
+	H_EQ(h_daemon_stat(&b, "xport.writes_rx"), 3);
+	H_EQ(h_daemon_stat(&b, conf), 1);
 	H_ASSERT(h_daemon_alive(&b), "daemon died");
 	free(data);
 	sl_close(ctx);

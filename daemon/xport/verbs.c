@@ -59,6 +59,22 @@
  * VERBS_DRAIN_TIMEOUT, then buffers still in its receive CQ go back to
  * the SRQ.
  *
+ * Grants (xport.h grant/revoke, docs/rendezvous-grants.md).  No
+ * registration admits a remote write by itself: reg_mr() registers for
+ * local access only.  Where the device has type-2 memory windows
+ * (IBV_DEVICE_MEM_WINDOW_TYPE_2A/2B), registrations allow binding
+ * (IBV_ACCESS_MW_BIND), and a grant is a window of its own
+ * (ibv_alloc_mw) bound by an IBV_WR_BIND_MW on the connection's SQ to
+ * exactly the RTR's range, ahead of the RTR in the same SQ (RC executes
+ * the SQ in order); the window is bound to this QP, so no other
+ * connection can use its key.  Without windows, each grant is a
+ * registration of exactly its range with remote write access (an
+ * ibv_reg_mr per rendezvous: pinning and a syscall each, slower, see the
+ * docs).  Revoking deallocates the window (or deregisters): its key is
+ * dead when that returns.  A write outside a grant fails on the device as
+ * a remote access error, which breaks the connection (an RC QP cannot
+ * drop one write and go on).
+ *
  * Fault injection ([fault]) is the tcp transport's; this one ignores it.
  */
 #include "autoconfig.h"
@@ -83,6 +99,7 @@
 #include "log.h"
 #include "xport/verbs_wr.h"
 #include "xport/addr.h"
+#include "xport/grant.h"
 #include "xport/xport.h"
 
 #define VERBS_RESOLVE_MS 2000		/* address and route resolution */
@@ -106,6 +123,7 @@
 #define VERBS_POST_RETRY 1e-3		/* s: ibv_post_send() said ENOMEM */
 #define VERBS_DREQ_DELAY 0.1		/* s: a broken QP's DREQ waits this long */
 #define VERBS_LISTEN_BACKLOG 64
+#define VERBS_GRANTS_MAX 4096		/* live grants per connection */
 
 struct verbs_xport;
 struct verbs_rpool;
@@ -176,6 +194,11 @@ struct xport_conn {
 	ev_timer hello_w;	/* accepted and still anonymous */
 	ev_timer drain_w;	/* SRQ: VERBS_DRAIN_TIMEOUT */
 	ev_timer retry_w;	/* the device refused part of a chain */
+	/* Live grants: addr, len, and as cookie the ibv_mw (memory windows)
+	 * or ibv_mr (exact registrations) behind each; keyed by the device's
+	 * rkey through grant_keys. */
+	struct grant_table grants;
+	struct verbs_keymap grant_keys;	/* rkey -> grants key */
 	unsigned busy;		/* references: the owner's (until closed) + stack */
 	char name[64];
 };
@@ -217,6 +240,8 @@ struct verbs_xport {
 	uint32_t free_mr;		/* index + 1 of the first free slot */
 	uint32_t mr_used;		/* slots ever used */
 	struct verbs_keymap keys;	/* lkey -> index + 1 */
+	bool use_mw;			/* grants are type-2 memory windows; else
+					 * exact-range registrations */
 	bool destroying;
 	uint64_t wcs;			/* work completions handled */
 	struct xport_stats st;
@@ -402,11 +427,13 @@ static struct xport_conn *conn_new(struct verbs_xport *x, bool outbound)
 		return NULL;
 	}
 	c->slots = calloc(c->sq.mask + 1, sizeof(*c->slots));
-	if (!c->slots) {
+	if (!c->slots || verbs_keymap_init(&c->grant_keys, VERBS_GRANTS_MAX) < 0) {
+		free(c->slots);
 		verbs_sq_fini(&c->sq);
 		free(c);
 		return NULL;
 	}
+	grant_table_init(&c->grants);
 	c->x = x;
 	c->outbound = outbound;
 	c->state = outbound ? VS_RESOLVING : VS_ACCEPTING;
@@ -441,6 +468,38 @@ static void cq_destroy(struct ibv_cq *cq, unsigned unacked, const char *name)
 		log_err("verbs: %s: destroying a CQ: %s", name, strerror(-verbs_rc(rc)));
 }
 
+/* Give back what grant @g holds on the device: its window or its
+ * registration.  Its key is dead when this returns. */
+static void grant_release(struct verbs_xport *x, const struct xport_grant *g)
+{
+	int rc;
+
+	if (x->use_mw)
+		rc = ibv_dealloc_mw((struct ibv_mw *)(uintptr_t)g->cookie);
+	else
+		rc = ibv_dereg_mr((struct ibv_mr *)(uintptr_t)g->cookie);
+	if (rc)
+		log_err("verbs: revoking a grant (%s): %s", x->use_mw ? "ibv_dealloc_mw" :
+			"ibv_dereg_mr", strerror(-verbs_rc(rc)));
+}
+
+/* Every grant of @c ends (the connection is going). */
+static void grants_release_all(struct xport_conn *c)
+{
+	struct verbs_xport *x = c->x;
+	uint32_t i;
+
+	for (i = 0; i < c->grants.used; i++) {
+		const struct xport_grant *g = &c->grants.slots[i];
+
+		if (!g->key)
+			continue;
+		grant_release(x, g);
+		x->st.grants--;
+	}
+	grant_table_free(&c->grants);
+}
+
 /* Free @c and everything it holds; nothing may refer to it any more. */
 static void conn_destroy(struct xport_conn *c)
 {
@@ -451,6 +510,7 @@ static void conn_destroy(struct xport_conn *c)
 	ev_timer_stop(loop, &c->hello_w);
 	ev_timer_stop(loop, &c->drain_w);
 	ev_timer_stop(loop, &c->retry_w);
+	grants_release_all(c);
 	if (c->on_repoll) {
 		TAILQ_REMOVE(&x->repolls, c, repoll);
 		c->on_repoll = false;
@@ -493,6 +553,8 @@ static void conn_destroy(struct xport_conn *c)
 	if (c->id && rdma_destroy_id(c->id))
 		log_err("verbs: %s: rdma_destroy_id: %m", c->name);
 	verbs_sq_fini(&c->sq);
+	verbs_keymap_fini(&c->grant_keys);
+	grant_table_free(&c->grants);
 	free(c->slots);
 	LIST_REMOVE(c, all);
 	free(c);
@@ -1603,7 +1665,11 @@ static int verbs_reg_mr(struct xport *xb, void *addr, uint64_t len, uint64_t *ha
 		x->st.reg_fails++;
 		return -ENOMEM;	/* the table, or the device's max_mr */
 	}
-	mr = ibv_reg_mr(x->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	/* No remote access through the registration itself: only through
+	 * a grant (a window bound to part of it, or a registration of its
+	 * own). */
+	mr = ibv_reg_mr(x->pd, addr, len,
+			IBV_ACCESS_LOCAL_WRITE | (x->use_mw ? IBV_ACCESS_MW_BIND : 0));
 	if (!mr) {
 		e = errno;
 		x->st.reg_fails++;
@@ -1655,6 +1721,117 @@ static void verbs_dereg_mr(struct xport *xb, uint64_t handle)
 	m->next_free = x->free_mr;
 	x->free_mr = (uint32_t)handle + 1;
 	x->st.mrs--;
+}
+
+/* A window for a grant on @c, and the key it will be bound under; its
+ * bind WR needs an SQ slot, checked here.  Returns 0 with *mw_p and
+ * *rkey, or -ENOMEM (no SQ slot, no window). */
+static int grant_alloc_mw(struct xport_conn *c, struct ibv_mw **mw_p, uint32_t *rkey)
+{
+	struct verbs_xport *x = c->x;
+	struct ibv_mw *mw;
+
+	if (verbs_sq_space(&c->sq) == 0) {
+		x->st.post_enomem++;
+		return -ENOMEM;
+	}
+	mw = ibv_alloc_mw(x->pd, IBV_MW_TYPE_2);
+	if (!mw) {
+		log_debug("verbs: %s: ibv_alloc_mw: %m", c->name);
+		return -ENOMEM;
+	}
+	*mw_p = mw;
+	*rkey = ibv_inc_rkey(mw->rkey);
+	return 0;
+}
+
+/* Queue the bind WR of window @mw (an SQ slot was checked free). */
+static void grant_post_bind(struct xport_conn *c, struct ibv_mw *mw, uint32_t rkey,
+			    struct ibv_mr *mr, uint64_t addr, uint64_t len)
+{
+	struct verbs_slot *s;
+	uint32_t pos;
+
+	/* wr_id 0: the link's send_done sees a control frame's. */
+	if (verbs_sq_push(&c->sq, 0, &pos) < 0)
+		return;	/* cannot happen: grant_alloc_mw checked the space */
+	s = &c->slots[verbs_sq_slot(&c->sq, pos)];
+	verbs_wr_bind_mw(&s->wr, pos, mw, rkey, mr, addr, len);
+	s->tx_mark = verbs_txring_mark(&c->tx);
+	s->payload_len = 0;
+}
+
+static int verbs_grant(struct xport_conn *c, uint64_t mr_handle, uint64_t addr, uint64_t len,
+		       uint32_t *rkey)
+{
+	struct verbs_xport *x = c->x;
+	struct ibv_mw *mw = NULL;
+	struct ibv_mr *mr, *exact = NULL;
+	uintptr_t base;
+	uint32_t key;
+	int rc, e;
+
+	if (c->state != VS_UP)
+		return -ENOTCONN;
+	mr = mr_handle < x->mr_used ? x->mrs[mr_handle].mr : NULL;
+	base = mr ? (uintptr_t)mr->addr : 0;
+	if (!mr || len == 0 || addr < base || addr - base > mr->length ||
+	    len > mr->length - (addr - base)) {
+		x->st.grant_fails++;
+		return -EINVAL;
+	}
+	if (c->grants.live >= VERBS_GRANTS_MAX) {
+		x->st.grant_fails++;
+		return -ENOMEM;
+	}
+	if (x->use_mw) {
+		rc = grant_alloc_mw(c, &mw, rkey);
+	} else {
+		exact = ibv_reg_mr(x->pd, (void *)(uintptr_t)addr, len,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		e = errno;
+		rc = exact ? 0 : (e == EINVAL || e == EFAULT ? -EINVAL : -ENOMEM);
+		if (exact)
+			*rkey = exact->rkey;
+	}
+	if (rc) {
+		x->st.grant_fails++;
+		return rc;
+	}
+	rc = grant_add(&c->grants, addr, len, mw ? (uintptr_t)mw : (uintptr_t)exact, &key);
+	if (rc == 0) {
+		rc = verbs_keymap_put(&c->grant_keys, *rkey, key);
+		if (rc) {
+			log_err("verbs: %s: grant key %#x: %s", c->name, *rkey, strerror(-rc));
+			grant_remove(&c->grants, key);
+			rc = -ENOMEM;
+		}
+	}
+	if (rc) {
+		const struct xport_grant g = { .cookie = mw ? (uintptr_t)mw : (uintptr_t)exact };
+
+		grant_release(x, &g);
+		x->st.grant_fails++;
+		return rc;
+	}
+	if (mw)
+		grant_post_bind(c, mw, *rkey, mr, addr, len);
+	x->st.grants++;
+	return 0;
+}
+
+static void verbs_revoke(struct xport_conn *c, uint32_t rkey)
+{
+	struct verbs_xport *x = c->x;
+	uint32_t key = verbs_keymap_get(&c->grant_keys, rkey);
+	const struct xport_grant *g = key ? grant_find(&c->grants, key) : NULL;
+
+	if (!g)
+		return;
+	grant_release(x, g);
+	grant_remove(&c->grants, key);
+	verbs_keymap_del(&c->grant_keys, rkey);
+	x->st.grants--;
 }
 
 static void verbs_get_stats(const struct xport *xb, struct xport_stats *st)
@@ -1856,6 +2033,8 @@ static const struct xport_ops verbs_ops = {
 	.sq_bytes = verbs_sq_bytes_op,
 	.reg_mr = verbs_reg_mr,
 	.dereg_mr = verbs_dereg_mr,
+	.grant = verbs_grant,
+	.revoke = verbs_revoke,
 	.get_stats = verbs_get_stats,
 	.set_ctx = verbs_set_ctx,
 	.set_rx_limit = verbs_set_rx_limit,
@@ -2117,6 +2296,11 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 		log_info("verbs: %s: %u receive buffers per connection, not %u (memory or "
 			 "device limit)", x->dev_name, x->recv_depth, params->recv_depth);
 	x->send_sge = x->attr.max_sge >= 2 ? 2 : 1;
+	x->use_mw = (x->attr.device_cap_flags &
+		     (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+	log_info("verbs: %s: rendezvous grants are %s", x->dev_name,
+		 x->use_mw ? "type-2 memory windows" :
+		 "registrations of their exact range (no type-2 memory windows)");
 	x->tx_bytes = align_up(4ull * x->buf_size + VERBS_TX_CTL_RESERVE, 4096);
 	if (x->tx_bytes < VERBS_TX_RING_MIN)
 		x->tx_bytes = VERBS_TX_RING_MIN;

@@ -135,6 +135,20 @@ void verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t wr_id,
 	wr->wr.rdma.rkey = rkey;
 }
 
+void verbs_wr_bind_mw(struct ibv_send_wr *wr, uint64_t wr_id, struct ibv_mw *mw,
+		      uint32_t rkey, struct ibv_mr *mr, uint64_t addr, uint64_t len)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->opcode = IBV_WR_BIND_MW;
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info.mr = mr;
+	wr->bind_mw.bind_info.addr = addr;
+	wr->bind_mw.bind_info.length = len;
+	wr->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+}
+
 void verbs_wr_set_signaled(struct ibv_send_wr *wr, bool signaled)
 {
 	if (signaled)

@@ -62,6 +62,12 @@ void verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t wr_id,
 		    const void *laddr, uint32_t len, uint32_t lkey, uint64_t raddr,
 		    uint32_t rkey, bool has_imm, uint32_t imm);
 
+/* Bind type-2 memory window @mw, under its new key @rkey (ibv_inc_rkey()
+ * of its last one), to exactly [@addr, @addr + @len) of @mr with remote
+ * write access only (IBV_WR_BIND_MW): a rendezvous grant. */
+void verbs_wr_bind_mw(struct ibv_send_wr *wr, uint64_t wr_id, struct ibv_mw *mw,
+		      uint32_t rkey, struct ibv_mr *mr, uint64_t addr, uint64_t len);
+
 /* Request (or not) a completion for @wr. */
 void verbs_wr_set_signaled(struct ibv_send_wr *wr, bool signaled);
 
