@@ -84,6 +84,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    a->fault_delay_completions_us != b->fault_delay_completions_us ||
 	    a->fault_cut_after_frames != b->fault_cut_after_frames ||
 	    a->fault_cut_every_frames != b->fault_cut_every_frames ||
+	    a->fault_write_shift_bytes != b->fault_write_shift_bytes ||
+	    a->fault_write_replay != b->fault_write_replay ||
 	    a->n_peers != b->n_peers)
 		return false;
 	for (i = 0; i < a->n_peers; i++) {
@@ -156,7 +158,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
-	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames)" },
+	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames, write_shift_bytes, write_replay)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
@@ -453,6 +455,12 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [fault] cut_every_frames: 4294967296 is out of range (allowed: 0..4294967295)" },
 	{ "duplicate cut_every_frames", "[fault]\ncut_every_frames = 3\ncut_every_frames = 4\n", -EINVAL,
 	  ":3: [fault] cut_every_frames: given twice (first on line 2)" },
+	{ "write_shift_bytes below -1G", "[fault]\nwrite_shift_bytes = -1073741825\n", -EINVAL,
+	  ":2: [fault] write_shift_bytes: '-1073741825' is out of range (allowed: -1073741824..1073741824)" },
+	{ "write_shift_bytes not a number", "[fault]\nwrite_shift_bytes = -8K\n", -EINVAL,
+	  ":2: [fault] write_shift_bytes: '-8K' is not a number (allowed: -1073741824..1073741824)" },
+	{ "write_replay 2", "[fault]\nwrite_replay = 2\n", -EINVAL,
+	  ":2: [fault] write_replay: 2 is out of range (allowed: 0..1)" },
 
 	/* [peers] values. */
 	{ "bad peer value", LISTEN "[peers]\nb = nowhere\n", -EINVAL,
@@ -623,6 +631,8 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.fault_delay_completions_us, 0);
 	ck_assert_uint_eq(c.fault_cut_after_frames, 0);
 	ck_assert_uint_eq(c.fault_cut_every_frames, 0);
+	ck_assert_int_eq(c.fault_write_shift_bytes, 0);
+	ck_assert_uint_eq(c.fault_write_replay, 0);
 	ck_assert(!config_faults_on(&c));
 	ck_assert_uint_eq(c.n_peers, 0);
 }
@@ -680,6 +690,8 @@ static const char full_file[] =
 	"delay_completions_us = 1500\n"
 	"cut_after_frames = 40\n"
 	"cut_every_frames = 1000\n"
+	"write_shift_bytes = -8192\n"
+	"write_replay = 1\n"
 	"\n"
 	"[peers]\n"
 	"beta = 10.0.0.2:7401\n"
@@ -723,6 +735,8 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.fault_delay_completions_us, 1500);
 	ck_assert_uint_eq(c.fault_cut_after_frames, 40);
 	ck_assert_uint_eq(c.fault_cut_every_frames, 1000);
+	ck_assert_int_eq(c.fault_write_shift_bytes, -8192);
+	ck_assert_uint_eq(c.fault_write_replay, 1);
 	ck_assert(config_faults_on(&c));
 
 	ck_assert_uint_eq(c.n_peers, 3);
@@ -926,6 +940,15 @@ START_TEST(bounds_accepted_new_keys)
 				   "cut_every_frames = 4294967295\n", &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.fault_cut_after_frames, 4294967295ull);
 	ck_assert_uint_eq(c.fault_cut_every_frames, 4294967295u);
+	/* The shift fault both ways, to its bounds. */
+	ck_assert_int_eq(load_text("[fault]\nwrite_shift_bytes = -1073741824\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.fault_write_shift_bytes, -1073741824);
+	ck_assert(config_faults_on(&c));
+	ck_assert_int_eq(load_text("[fault]\nwrite_shift_bytes = 4096\nwrite_replay = 1\n",
+				   &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.fault_write_shift_bytes, 4096);
+	ck_assert_uint_eq(c.fault_write_replay, 1);
 
 	/* Byte keys in plain bytes, and in the other suffixes. */
 	ck_assert_int_eq(load_text("[rcache]\nchunk_bytes = 1073741824\nmax_bytes = 1099511627776\n",
@@ -1380,7 +1403,7 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 39);
+	ck_assert_uint_eq(keys, 41);
 	free(text);
 }
 END_TEST
