@@ -307,7 +307,10 @@ size_t sl_arena_size(const struct sl_queue *q);
  * for instance), SL_ERR_REG_LIMIT when a rendezvous between nodes would
  * register more than the sender's or the receiver's daemon allows at once
  * ([rcache] max_bytes: the chunks the written part of @buf, or of the
- * receive buffer, touches; never for eager messages or within a node), or
+ * receive buffer, touches; never for eager messages or within a node),
+ * SL_ERR_ACCESS when the sending daemon wrote a rendezvous outside the
+ * range the receiver's daemon granted for it (sluice(7), Rendezvous
+ * grants; the receive completes SL_ERR_ACCESS too), or
  * with a NAK: SL_NAK_BUSY when a registration, a buffer or a link queue
  * could not be had within the daemon's limits ([rcache] max_waiters and
  * max_wait_ms, [limits] link_backlog_max), SL_NAK_RECEIVER_FULL when the
@@ -354,7 +357,10 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  * @capacity (the first @capacity bytes are written and the CQE's len is the
  * full length), SL_ERR_REG_LIMIT when a rendezvous from another node
  * would write more of @buf than this daemon may register at once ([rcache]
- * max_bytes; @buf untouched, the sender gets it too), or SL_ERR_CANCELED
+ * max_bytes; @buf untouched, the sender gets it too), SL_ERR_ACCESS when
+ * the sending daemon wrote outside the range granted for this receive
+ * (@buf may hold part of the message; the sender gets it too), or
+ * SL_ERR_CANCELED
  * when the daemon stops.  A receive still posted when its queue is closed
  * never completes (sl_queue_close).  A receive
  * that met a large (rendezvous) message which then could not be moved

@@ -12,8 +12,10 @@
  * the rendezvous target, a victim above.  Beside each attack, bystanders
  * on the same link: a rendezvous stream B -> A (B has no fault) and an
  * eager ping-pong A <-> B; they must complete SL_OK, byte-exact, and the
- * link must keep its first connection.
+ * link must keep its first connection.  The table the tcp transport
+ * checks against (daemon/xport/grant.c) is tested on its own first.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #include "harness.h"
 #include "sluice.h"
 #include "testutil.h"
+#include "xport/grant.h"
 
 #define GRANT_LEN (1u << 20)		/* the rendezvous: two 512 KiB write segments */
 #define VICTIM_LEN (64u << 10)
@@ -42,6 +45,81 @@
 #define PP_TAG 9
 /* A client gives up after this long without a completion. */
 #define NO_PROGRESS_MS 20000
+
+/* ---- the table ---- */
+
+/* Each verdict at its edges, overflow included. */
+START_TEST(table_verdicts)
+{
+	struct grant_table t;
+	const struct xport_grant *g = NULL;
+	uint32_t key, other;
+
+	grant_table_init(&t);
+	ck_assert_int_eq(grant_add(&t, 0x10000, 0x1000, 42, &key), 0);
+	ck_assert_uint_ne(key, 0);
+	ck_assert_int_eq(grant_check(&t, key, 0x10000, 0x1000, &g), GRANT_OK);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_uint_eq(g->cookie, 42);
+	ck_assert_int_eq(grant_check(&t, key, 0x10fff, 1, NULL), GRANT_OK);
+	ck_assert_int_eq(grant_check(&t, key, 0xffff, 1, NULL), GRANT_BELOW);
+	ck_assert_int_eq(grant_check(&t, key, 0xe000, 0x2000, NULL), GRANT_BELOW);
+	ck_assert_int_eq(grant_check(&t, key, 0x10000, 0x1001, NULL), GRANT_ABOVE);
+	ck_assert_int_eq(grant_check(&t, key, 0x11000, 1, NULL), GRANT_ABOVE);
+	ck_assert_int_eq(grant_check(&t, key, 0x10001, UINT64_MAX, NULL), GRANT_ABOVE);
+	ck_assert_int_eq(grant_check(&t, key, UINT64_MAX, 2, NULL), GRANT_ABOVE);
+	ck_assert_int_eq(grant_check(&t, key ^ 0x10000, 0x10000, 1, NULL), GRANT_UNKNOWN);
+	ck_assert_int_eq(grant_check(&t, 0, 0x10000, 1, NULL), GRANT_UNKNOWN);
+	/* Revoked: the key is dead, and named so, even with its slot reused. */
+	ck_assert(grant_remove(&t, key));
+	ck_assert(!grant_remove(&t, key));
+	ck_assert_int_eq(grant_check(&t, key, 0x10000, 1, NULL), GRANT_REVOKED);
+	ck_assert_int_eq(grant_add(&t, 0x10000, 0x1000, 43, &other), 0);
+	ck_assert_uint_ne(other, key);
+	ck_assert_int_eq(grant_check(&t, key, 0x10000, 1, NULL), GRANT_REVOKED);
+	ck_assert_int_eq(grant_check(&t, other, 0x10000, 1, NULL), GRANT_OK);
+	ck_assert_uint_eq(t.live, 1);
+	ck_assert_int_eq(grant_add(&t, 1, 0, 0, &other), -EINVAL);
+	ck_assert_int_eq(grant_add(&t, UINT64_MAX, 2, 0, &other), -EINVAL);
+	grant_table_free(&t);
+}
+END_TEST
+
+/* GRANT_TABLE_MAX live grants, no more; a revoke makes room. */
+START_TEST(table_bound)
+{
+	struct grant_table t;
+	uint32_t key, first = 0, i;
+
+	grant_table_init(&t);
+	for (i = 0; i < GRANT_TABLE_MAX; i++) {
+		ck_assert_int_eq(grant_add(&t, 4096ull * i, 4096, i, &key), 0);
+		if (i == 0)
+			first = key;
+	}
+	ck_assert_int_eq(grant_add(&t, 0, 1, 0, &key), -ENOMEM);
+	ck_assert(grant_remove(&t, first));
+	ck_assert_int_eq(grant_add(&t, 0, 1, 0, &key), 0);
+	ck_assert_uint_eq(t.live, GRANT_TABLE_MAX);
+	grant_table_free(&t);
+}
+END_TEST
+
+/* GRANT_LOG_PER_SEC lines a second; the rest counted for the next. */
+START_TEST(log_limit)
+{
+	struct grant_log_limit rl = { 0 };
+	uint64_t suppressed = 99;
+	unsigned i, printed = 0;
+
+	for (i = 0; i < 100; i++)
+		printed += grant_log_allow(&rl, 10.0 + i * 0.001, &suppressed);
+	ck_assert_uint_eq(printed, GRANT_LOG_PER_SEC);
+	ck_assert_uint_eq(suppressed, 0);
+	ck_assert(grant_log_allow(&rl, 11.5, &suppressed));
+	ck_assert_uint_eq(suppressed, 100 - GRANT_LOG_PER_SEC);
+}
+END_TEST
 
 /* ---- bystanders ---- */
 
@@ -336,6 +414,36 @@ static void expect_access_failure(const struct attack *at)
 /* ------------------------------------------------------------------ */
 
 /*
+ * A's writes shifted by its [fault] @a_conf, bystanders beside: the
+ * victims stay untouched, the rendezvous fails SL_ERR_ACCESS on both
+ * sides (with @target_untouched, no byte of its buffer was written
+ * either), the bystanders complete and the link keeps its connection.
+ * Returns B's account in @g.
+ */
+static void shifted_rendezvous(const char *a_conf, bool target_untouched,
+			       struct grant_account *g)
+{
+	static const char *const names[] = { "A", "B" };
+	const char *confs[2] = { a_conf, NULL };
+	struct h_daemon nodes[2];
+	struct bystanders bs;
+	struct attack at;
+
+	h_cluster_start_confs(nodes, names, 2, confs);
+	bystanders_start(&bs, nodes);
+	attack_run(&at, nodes);
+	expect_victims_untouched(&at);
+	expect_access_failure(&at);
+	if (target_untouched)
+		H_ASSERT(all_bytes(at.target, GRANT_LEN, 0), "%zu bytes of the target written",
+			 bytes_changed(at.target, GRANT_LEN, 0));
+	bystanders_finish(&bs);
+	grant_account(nodes, g);
+	attack_close(&at);
+	h_cluster_stop(nodes, 2);
+}
+
+/*
  * The write 8 KiB below the granted address (issue 14's input): before
  * grants, B placed it (the whole 2 MiB chunk was registered): the last
  * 8 KiB of the victim below were overwritten and both ends said SL_OK.
@@ -344,28 +452,13 @@ static void expect_access_failure(const struct attack *at)
  */
 START_TEST(write_below_grant)
 {
-	static const char *const names[] = { "A", "B" };
-	const char *confs[2] = { "[fault]\nwrite_shift_bytes = -8192\n", NULL };
-	struct h_daemon nodes[2];
-	struct bystanders bs;
-	struct attack at;
 	struct grant_account g;
 
-	h_cluster_start_confs(nodes, names, 2, confs);
-	bystanders_start(&bs, nodes);
-	attack_run(&at, nodes);
-	expect_victims_untouched(&at);
-	expect_access_failure(&at);
-	H_ASSERT(all_bytes(at.target, GRANT_LEN, 0), "%zu bytes of the target written",
-		 bytes_changed(at.target, GRANT_LEN, 0));
-	bystanders_finish(&bs);
-	grant_account(nodes, &g);
+	shifted_rendezvous("[fault]\nwrite_shift_bytes = -8192\n", true, &g);
 	H_EQ(g.below, 1);
 	H_EQ(g.above, 0);
 	H_EQ(g.unknown, 0);
 	H_ASSERT(g.revoked <= 1, "%" PRIu64 " writes refused as revoked, of 1 left", g.revoked);
-	attack_close(&at);
-	h_cluster_stop(nodes, 2);
 }
 END_TEST
 
@@ -378,26 +471,13 @@ END_TEST
  */
 START_TEST(write_above_grant)
 {
-	static const char *const names[] = { "A", "B" };
-	const char *confs[2] = { "[fault]\nwrite_shift_bytes = 4096\n", NULL };
-	struct h_daemon nodes[2];
-	struct bystanders bs;
-	struct attack at;
 	struct grant_account g;
 
-	h_cluster_start_confs(nodes, names, 2, confs);
-	bystanders_start(&bs, nodes);
-	attack_run(&at, nodes);
-	expect_victims_untouched(&at);
-	expect_access_failure(&at);
-	bystanders_finish(&bs);
-	grant_account(nodes, &g);
+	shifted_rendezvous("[fault]\nwrite_shift_bytes = 4096\n", false, &g);
 	H_EQ(g.below, 0);
 	H_EQ(g.above, 1);
 	H_EQ(g.revoked, 0);
 	H_EQ(g.unknown, 0);
-	attack_close(&at);
-	h_cluster_stop(nodes, 2);
 }
 END_TEST
 
@@ -460,6 +540,12 @@ int main(void)
 
 	/* Check's own timeouts are a backstop only: every wait above is
 	 * bounded by a lack of progress. */
+	TCase *tc = tcase_create("table");
+
+	tcase_add_test(tc, table_verdicts);
+	tcase_add_test(tc, table_bound);
+	tcase_add_test(tc, log_limit);
+	suite_add_tcase(s, tc);
 	tcase_add_test(h_tcase(s, "write_below_grant", 180), write_below_grant);
 	tcase_add_test(h_tcase(s, "write_above_grant", 180), write_above_grant);
 	tcase_add_test(h_tcase(s, "write_after_end", 180), write_after_end);

@@ -216,6 +216,31 @@ START_TEST(wr_write)
 }
 END_TEST
 
+/* A grant's bind: exactly the range, remote write only, no SGE; the
+ * pointers are the caller's, never dereferenced here. */
+START_TEST(wr_bind_mw)
+{
+	struct ibv_send_wr wr;
+	struct ibv_mw *mw = (struct ibv_mw *)(uintptr_t)0x1000;
+	struct ibv_mr *mr = (struct ibv_mr *)(uintptr_t)0x2000;
+
+	memset(&wr, 0xa5, sizeof(wr));
+	verbs_wr_bind_mw(&wr, 12, mw, 0x1234, mr, 0x7f0000010000ull, 1 << 20);
+	ck_assert_uint_eq(wr.wr_id, 12);
+	ck_assert_int_eq(wr.opcode, IBV_WR_BIND_MW);
+	ck_assert_ptr_eq(wr.next, NULL);
+	ck_assert_int_eq(wr.num_sge, 0);
+	ck_assert_ptr_eq(wr.sg_list, NULL);
+	ck_assert_uint_eq(wr.send_flags, 0);
+	ck_assert_ptr_eq(wr.bind_mw.mw, mw);
+	ck_assert_uint_eq(wr.bind_mw.rkey, 0x1234);
+	ck_assert_ptr_eq(wr.bind_mw.bind_info.mr, mr);
+	ck_assert_uint_eq(wr.bind_mw.bind_info.addr, 0x7f0000010000ull);
+	ck_assert_uint_eq(wr.bind_mw.bind_info.length, 1 << 20);
+	ck_assert_uint_eq(wr.bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_WRITE);
+}
+END_TEST
+
 START_TEST(wr_recv)
 {
 	struct ibv_recv_wr wr;
@@ -720,6 +745,7 @@ static Suite *verbs_suite(void)
 	tcase_add_test(tc, wr_send);
 	tcase_add_test(tc, wr_send_inline);
 	tcase_add_test(tc, wr_write);
+	tcase_add_test(tc, wr_bind_mw);
 	tcase_add_test(tc, wr_recv);
 	tcase_add_test(tc, frame_inline);
 	suite_add_tcase(s, tc);
