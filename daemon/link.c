@@ -1177,13 +1177,15 @@ static uint64_t rndv_recv_raddr(const struct rndv_recv *rr)
 	return rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
 }
 
-/* (Again, after a reconnect: for what is not in place yet.) */
+/* (Again, after a reconnect: for what is not in place yet.)  Its key is
+ * the grant's, made when it is posted (rtr_grant); the registration's own
+ * key opens nothing to the peer. */
 static void rndv_send_rtr(struct rndv_recv *rr)
 {
 	rr->rtr_sent = true;
 	rr->rtr_seq = 0;	/* until it goes out */
-	queue_rtr_from(rr->l, rr->send_id, rr->recv_id, rndv_recv_raddr(rr), rr->wlen,
-		       rr->mr ? rr->mr->rkey : 0, SL_OK, rr->placed);
+	queue_rtr_from(rr->l, rr->send_id, rr->recv_id, rndv_recv_raddr(rr), rr->wlen, 0,
+		       SL_OK, rr->placed);
 }
 
 static void recv_reg_done(void *arg, int err, const struct rcache_mr *mr)
