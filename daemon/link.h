@@ -48,7 +48,9 @@
  * other data, within the link's data budget (LINK_TX_BUDGET, below); the
  * last carries the peer's recv_id as its immediate.  On
  * the receiving side a struct rndv_recv holds the matched receive and its
- * registration from the RTR until the immediate (or a FIN) arrives; the
+ * registration, and the grant its RTR's key names (exactly the receive's
+ * range, on this connection: xport.h grant(), docs/rendezvous-grants.md),
+ * from the RTR until the immediate (or a FIN) arrives; the
  * receive then completes and a DONE goes back, and only the DONE
  * completes the send (a write that left, or that a NIC acknowledged, can
  * still die with the receiving daemon).
