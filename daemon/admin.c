@@ -336,6 +336,7 @@ static const struct {
 	{ SL_ERR_ACCESS, "access" },
 	{ SL_ERR_REG_LIMIT, "reg_limit" },
 	{ SL_ERR_UNKNOWN_NODE, "unknown_node" },
+	{ SL_ERR_STALLED, "stalled" },
 };
 
 static const char *status_name(unsigned slot)

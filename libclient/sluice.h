@@ -110,6 +110,10 @@ enum sl_status {
 	SL_ERR_REG_LIMIT = 23,    /* a rendezvous between nodes would register more
 				   * than a daemon's [rcache] max_bytes */
 	SL_ERR_UNKNOWN_NODE = 24, /* the node is not in the daemon's configuration */
+	SL_ERR_STALLED = 25,      /* the daemon could not copy from or into this
+				   * queue's arena in time, again and again (its
+				   * pages were removed under the copy): the queue
+				   * has failed, every descriptor on it ends so */
 };
 
 /* Largest message, bytes. */

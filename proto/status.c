@@ -32,6 +32,8 @@ const char *sl_strerror(int status)
 		return "over registration limit";
 	case SL_ERR_UNKNOWN_NODE:
 		return "unknown node";
+	case SL_ERR_STALLED:
+		return "stalled: queue failed";
 	default:
 		return "unknown status";
 	}

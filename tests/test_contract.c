@@ -416,7 +416,9 @@ START_TEST(strerror_names)
 	ck_assert_str_eq(sl_strerror(SL_ERR_REG_LIMIT), "over registration limit");
 	ck_assert_str_eq(sl_strerror(SL_ERR_INVALID), "invalid descriptor");
 	ck_assert_str_eq(sl_strerror(SL_ERR_UNKNOWN_NODE), "unknown node");
-	ck_assert_str_eq(sl_strerror(SL_ERR_UNKNOWN_NODE + 1), "unknown status");
+	H_EQ(SL_ERR_STALLED, 25);
+	ck_assert_str_eq(sl_strerror(SL_ERR_STALLED), "stalled: queue failed");
+	ck_assert_str_eq(sl_strerror(SL_ERR_STALLED + 1), "unknown status");
 }
 END_TEST
 
