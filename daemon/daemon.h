@@ -76,6 +76,8 @@ struct daemon_counters {
 	uint64_t auth_failures_version;		/* another wire version */
 	uint64_t auth_failures_protocol;	/* frames out of order, garbage */
 	uint64_t auth_failures_timeout;		/* no HELLO in XPORT_HELLO_TIMEOUT */
+	uint64_t copies_sliced;		/* local copies too large to do at once */
+	uint64_t copy_stalls;		/* queues failed: copies made no progress */
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */
@@ -114,6 +116,11 @@ struct daemon {
 	uint32_t n_queues;
 	uint32_t next_queue_id;
 	uint32_t next_ephemeral;
+
+	/* Local rendezvous copies under way, in slices (copy.h). */
+	TAILQ_HEAD(, local_copy) copies;
+	unsigned n_copies;
+	struct releaser *releaser;	/* segments unmapped off the loop (release.h) */
 
 	/* Queues whose CQ got entries this pass and may need a wake-up. */
 	TAILQ_HEAD(, queue) cq_dirty;

@@ -5,7 +5,8 @@
  * destination holds only its header (struct match_msg plus struct
  * rndv_src), charged against unexpected_max_bytes like any message, and
  * the data stays in the sender's arena.  Within the node the match then
- * copies once, arena to arena; between nodes the link runs RTR/RDMA write.
+ * copies once, arena to arena, in slices across loop iterations (copy.h);
+ * between nodes the link runs RTR/RDMA write.
  *
  * The charge of an unexpected message is the documented one
  * (sluiced.conf(5)): an eager message its length plus
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "daemon.h"
 #include "engine.h"
 #include "link.h"
@@ -48,6 +50,12 @@ void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t t
 	complete_from(q, opcode, peer, tag, len, user_ctx, status, SL_UID_UNKNOWN);
 }
 
+void engine_complete_recv_from(struct queue *q, sl_addr_t src, uint32_t sender_uid, uint64_t tag,
+			       uint64_t len, uint64_t user_ctx, int status)
+{
+	complete_from(q, SL_OP_RECV, src, tag, len, user_ctx, status, sender_uid);
+}
+
 /* Where an unexpected rendezvous message's data waits. */
 struct rndv_src {
 	struct queue *q;	/* local: the sender's queue, referenced; NULL remote */
@@ -59,6 +67,15 @@ struct rndv_src {
 static bool port_valid(uint32_t port)
 {
 	return port >= 1 && port < SLD_PORTS;
+}
+
+/* The queue that takes messages for @port: none when unbound, or when
+ * its queue has failed (queue_fail: it can receive nothing more). */
+static struct queue *endpoint(struct daemon *d, uint32_t port)
+{
+	struct queue *q = port < SLD_PORTS ? d->ports[port] : NULL;
+
+	return q && !q->failed ? q : NULL;
 }
 
 int engine_validate(const struct queue *q, const struct sl_sqe *sqe)
@@ -175,7 +192,7 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 static int deliver_from(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
 			uint32_t dst_port, uint64_t tag, const void *data, uint64_t len)
 {
-	struct queue *dq = dst_port < SLD_PORTS ? d->ports[dst_port] : NULL;
+	struct queue *dq = endpoint(d, dst_port);
 	struct match_recv *r;
 	struct match_msg *m;
 	int status;
@@ -208,7 +225,7 @@ int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
 int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
 		       uint64_t msg_len, uint64_t send_id)
 {
-	struct queue *dq = dst_port < SLD_PORTS ? d->ports[dst_port] : NULL;
+	struct queue *dq = endpoint(d, dst_port);
 	struct match_recv *r;
 	struct match_msg *m;
 	struct rndv_src *rs;
@@ -234,16 +251,6 @@ int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint6
 	return SL_OK;
 }
 
-/* The one copy of a local rendezvous: sender's arena to receiver's. */
-static void local_rndv_copy(struct queue *rq, const struct match_recv *r, struct queue *sq,
-			    uint64_t src_addr, sl_addr_t src, sl_addr_t dst, uint64_t tag,
-			    uint64_t len, uint64_t send_ctx)
-{
-	complete_recv(rq, r, src, sq->uid, tag, sq->arena + src_addr, len);
-	engine_complete(sq, SL_OP_SEND, dst, tag, len, send_ctx, SL_OK);
-	rq->d->ctr.local_msgs++;
-}
-
 /*
  * Receive @r of @q takes unexpected message @m (both unlinked).  Returns
  * true when @r was used up (delivered, or a rendezvous started), false
@@ -260,11 +267,11 @@ static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m
 		complete_recv(q, r, m->src, m->sender_uid, m->tag, m->data, m->len);
 		free(r);
 	} else if (rs->q) {
-		local_rndv_copy(q, r, rs->q, rs->addr, m->src,
-				(sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag, m->len,
-				rs->user_ctx);
+		/* The one copy, in slices (copy.h); it owns @r now. */
+		copy_start(q, r, rs->q, rs->addr, m->src,
+			   (sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag, m->len,
+			   rs->user_ctx);
 		queue_put(rs->q);
-		free(r);
 	} else {
 		taken = link_rndv_recv_start(q->d, q, r, m->src, m->tag, m->len, rs->send_id);
 	}
@@ -379,7 +386,12 @@ void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status)
 
 void engine_cancel_local_rndv(struct daemon *d, struct queue *q)
 {
-	drop_rndv_where(d, from_queue, q, SL_ERR_CANCELED, false);
+	engine_fail_local_rndv(d, q, SL_ERR_CANCELED);
+}
+
+void engine_fail_local_rndv(struct daemon *d, struct queue *q, int status)
+{
+	drop_rndv_where(d, from_queue, q, status, false);
 }
 
 /*
@@ -459,7 +471,7 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t dst)
 {
 	struct daemon *d = q->d;
-	struct queue *dq = d->ports[dst.port];
+	struct queue *dq = endpoint(d, dst.port);
 	sl_addr_t src = { d->cfg.node_id, q->port };
 	struct match_recv *r;
 	struct match_msg *m;
@@ -471,9 +483,8 @@ static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t 
 	r = match_arrival(&dq->mq, src, sqe->tag);
 	if (r) {
 		note_match(dq, src, sqe->tag, r);
-		local_rndv_copy(dq, r, q, sqe->addr, src, dst, sqe->tag, sqe->len, sqe->user_ctx);
-		free(r);
-		return -EINPROGRESS;	/* completed */
+		copy_start(dq, r, q, sqe->addr, src, dst, sqe->tag, sqe->len, sqe->user_ctx);
+		return -EINPROGRESS;	/* completes when copied */
 	}
 	m = unexpected_new(d, dq, src, q->uid, sqe->tag, sqe->len, 0, true, &status);
 	if (!m)

@@ -81,6 +81,15 @@ void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status);
  * queue reference back. */
 void engine_cancel_local_rndv(struct daemon *d, struct queue *q);
 
+/* engine_cancel_local_rndv() with @status instead: @q has failed
+ * (queue_fail). */
+void engine_fail_local_rndv(struct daemon *d, struct queue *q, int status);
+
+/* engine_complete() of a receive of @q that names its local sender's uid
+ * (struct sl_cqe.sender_uid): a message moved by copy.c. */
+void engine_complete_recv_from(struct queue *q, sl_addr_t src, uint32_t sender_uid, uint64_t tag,
+			       uint64_t len, uint64_t user_ctx, int status);
+
 /* Write the completion of one accepted descriptor of @q. */
 void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
 		     uint64_t len, uint64_t user_ctx, int status);

@@ -16,6 +16,7 @@
 
 #include "admin.h"
 #include "config_host.h"
+#include "copy.h"
 #include "daemon.h"
 #include "engine.h"
 #include "fd_reserve.h"
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "peer_auth.h"
 #include "queue.h"
+#include "release.h"
 #include "session.h"
 
 #define SPIN_US_DEFAULT 50
@@ -392,6 +394,7 @@ static void daemon_teardown(struct daemon *d)
 	 * them while their own queues are alive, whatever the order the
 	 * queues go in. */
 	engine_cancel_local_rndv(d, NULL);
+	copy_cancel_all(d);
 	TAILQ_FOREACH(q, &d->queues, all)
 		queue_cancel_receives(q);
 	daemon_flush_cq_wakeups(d);
@@ -402,6 +405,7 @@ static void daemon_teardown(struct daemon *d)
 		d->xp->ops->destroy(d->xp);
 		d->xp = NULL;
 	}
+	release_stop(d);	/* every segment is gone by now */
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
 	free(d->ports);
@@ -422,6 +426,7 @@ int main(int argc, char **argv)
 	LIST_INIT(&d->uids);
 	TAILQ_INIT(&d->queues);
 	TAILQ_INIT(&d->cq_dirty);
+	TAILQ_INIT(&d->copies);
 	rc = config_defaults(&d->cfg);
 	if (rc) {
 		fprintf(stderr, "sluiced: defaults: %s\n", strerror(-rc));

@@ -13,6 +13,7 @@
 
 #include <sched.h>
 
+#include "copy.h"
 #include "daemon.h"
 #include "link.h"
 #include "log.h"
@@ -137,6 +138,9 @@ static unsigned run_passes(struct daemon *d)
 {
 	unsigned i, work = 0, n;
 
+	/* One slice of each local copy per call, so per loop iteration at
+	 * most twice (idle and starvation guard): bounded (copy.h). */
+	work += copy_run(d);
 	/* Polling rings is cheap and a system call is not: look a few times
 	 * before going back to libev (epoll) or yielding. */
 	for (i = 0; i < PASSES_PER_IDLE; i++) {

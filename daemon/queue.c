@@ -12,12 +12,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "daemon.h"
 #include "engine.h"
 #include "link.h"
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
+#include "release.h"
 #include "session.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
@@ -130,10 +132,8 @@ static int segment_create(struct daemon *d, struct queue *q, uint32_t sq_n, uint
 
 static void queue_destroy(struct queue *q)
 {
-	if (q->base)
-		munmap(q->base, q->seg_size);
-	if (q->memfd >= 0)
-		close(q->memfd);
+	/* A large segment costs the loop tens of ms per GiB: off it. */
+	release_segment(q->d, q->base, q->seg_size, q->memfd);
 	if (q->sq_efd >= 0)
 		close(q->sq_efd);
 	if (q->cq_efd >= 0)
@@ -242,6 +242,7 @@ void queue_kill(struct queue *q)
 	while ((m = match_pop_unexpected(&q->mq)))
 		engine_drop_unexpected(q, m);
 	engine_cancel_local_rndv(d, q);
+	copy_end_queue(d, q, SL_ERR_CANCELED);	/* discarded: the queue is dead */
 	link_cancel_queue(d, q);
 	/* Idle registrations go now, held ones at their last put, before
 	 * the segment can be unmapped (operations hold queue references). */
@@ -250,15 +251,52 @@ void queue_kill(struct queue *q)
 	queue_put(q);
 }
 
-void queue_cancel_receives(struct queue *q)
+/* Complete every posted receive of @q with @status. */
+static void end_receives(struct queue *q, int status)
 {
 	struct match_recv *r;
 
 	while ((r = match_pop_recv(&q->mq))) {
-		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
-				SL_ERR_CANCELED);
+		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx, status);
 		free(r);
 	}
+}
+
+void queue_cancel_receives(struct queue *q)
+{
+	end_receives(q, SL_ERR_CANCELED);
+}
+
+/* At most one queue_fail() line per this many seconds. */
+#define FAIL_LOG_PERIOD_S 1.0
+
+void queue_fail(struct queue *q, int status, const char *why)
+{
+	static ev_tstamp logged_at = -FAIL_LOG_PERIOD_S;
+	static unsigned unlogged;
+	struct daemon *d = q->d;
+	ev_tstamp now = ev_now(d->loop);
+	struct match_msg *m;
+
+	if (q->dead || q->failed)
+		return;
+	q->failed = status;
+	if (now - logged_at >= FAIL_LOG_PERIOD_S) {
+		log_warn("client pid %d: queue %u (port %u) failed: %s; its descriptors complete "
+			 "%s (%u more queues failed unlogged)", q->owner ? (int)q->owner->pid : -1,
+			 q->id, q->port, why, sl_strerror(status), unlogged);
+		logged_at = now;
+		unlogged = 0;
+	} else {
+		unlogged++;
+	}
+	copy_end_queue(d, q, status);
+	engine_fail_local_rndv(d, q, status);
+	end_receives(q, status);
+	/* Nothing will receive these: their senders hear it, as at a close;
+	 * new messages find no endpoint (engine.c). */
+	while ((m = match_pop_unexpected(&q->mq)))
+		engine_drop_unexpected(q, m);
 }
 
 void queue_complete(struct queue *q, const struct sl_cqe *cqe)
@@ -330,6 +368,8 @@ int queue_drain(struct queue *q, unsigned budget)
 		/* Stopping (service.h): nothing new starts, it ends at once. */
 		if (status == SL_OK && d->draining)
 			status = SL_ERR_CANCELED;
+		if (status == SL_OK && q->failed)
+			status = q->failed;	/* queue_fail() */
 		if (status != SL_OK) {
 			sl_addr_t peer = sqe.peer;
 

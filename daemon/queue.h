@@ -36,6 +36,8 @@ struct queue {
 	bool in_dirty;
 	bool dead;
 	bool sleeping;			/* NEED_WAKEUP set on the SQ */
+	int failed;			/* 0, or the status every descriptor of
+					 * the queue gets from now on (queue_fail) */
 	uint32_t refs;
 	uint32_t id;
 	uint32_t port;
@@ -78,6 +80,19 @@ void queue_kill(struct queue *q);
 
 /* Complete every posted receive with SL_ERR_CANCELED (shutdown). */
 void queue_cancel_receives(struct queue *q);
+
+/*
+ * queue_fail - the client of @q made the daemon's work on it impossible
+ * (copy.h: it removed the pages under a copy again and again).  The queue
+ * stays open but has failed: its local copies under way, its local
+ * rendezvous sends still waiting for a receive and its posted receives
+ * complete @status now, and every descriptor it posts from now on
+ * completes @status at once; the other side of an ended copy gets
+ * SL_ERR_NO_ENDPOINT.  Work of it already on a link finishes as it
+ * would.  One log line with @why (rate-limited across queues).  Nothing
+ * when @q is dead or failed already.
+ */
+void queue_fail(struct queue *q, int status, const char *why);
 
 void queue_get(struct queue *q);
 void queue_put(struct queue *q);

@@ -95,12 +95,18 @@ static void status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Runs only while the loop does: a wedged loop stops the pings and
- * systemd kills the daemon. */
+ * systemd kills the daemon.  The longest gap between two pings is what
+ * the loop's longest hold looked like to systemd. */
 static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	(void)loop;
+	struct daemon *d = w->data;
+	ev_tstamp now = ev_now(loop);
+
 	(void)revents;
-	notify(w->data, "WATCHDOG=1");
+	if (d->svc.watchdog_sent && now - d->svc.watchdog_sent > d->svc.watchdog_gap_max)
+		d->svc.watchdog_gap_max = now - d->svc.watchdog_sent;
+	d->svc.watchdog_sent = now;
+	notify(d, "WATCHDOG=1");
 }
 
 static void drain_end(struct daemon *d)
@@ -266,10 +272,13 @@ int service_init(struct daemon *d, service_apply_fn *apply)
 		return rc;
 	}
 	if (rc > 0 && usec > 0) {
-		ev_timer_init(&s->watchdog_w, watchdog_cb, usec / 2e6, usec / 2e6);
+		/* A quarter: a loop held up to a quarter more still pings
+		 * within half the interval, and systemd's own delay in reading
+		 * has the rest. */
+		ev_timer_init(&s->watchdog_w, watchdog_cb, usec / 4e6, usec / 4e6);
 		s->watchdog_w.data = d;
 		ev_timer_start(d->loop, &s->watchdog_w);
-		log_info("watchdog: pinging systemd every %.0f ms", usec / 2e3);
+		log_info("watchdog: pinging systemd every %.0f ms", usec / 4e3);
 	}
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
+#include "release.h"
 #include "stats.h"
 
 #define STATS_NAME "sluiced.stats"
@@ -77,6 +78,8 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, auth_failures_version, "auth_failures_version"),
 	U64(struct daemon_counters, auth_failures_protocol, "auth_failures_protocol"),
 	U64(struct daemon_counters, auth_failures_timeout, "auth_failures_timeout"),
+	U64(struct daemon_counters, copies_sliced, "copies_sliced"),
+	U64(struct daemon_counters, copy_stalls, "copy_stalls"),
 };
 
 static const struct stat_desc rcache_stats[] = {
@@ -213,6 +216,10 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "unexpected", unexp);
 	visit_num(fn, arg, "unexpected_bytes", unexp_bytes);
 	visit_num(fn, arg, "posted_recvs", posted);
+	visit_num(fn, arg, "copies", d->n_copies);
+	visit_num(fn, arg, "releases_async", release_async_count(d));
+	visit_num(fn, arg, "release_pending_bytes", release_pending_bytes(d));
+	visit_num(fn, arg, "release_errors", release_errors(d));
 }
 
 void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)
@@ -220,6 +227,8 @@ void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "iteration_max_ms", (uint64_t)(d->loop_w.iteration_max * 1e3 + 0.5));
 	visit_num(fn, arg, "stalls", d->loop_w.stalls);
 	visit_num(fn, arg, "stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5));
+	visit_num(fn, arg, "watchdog_gap_max_ms",
+		  (uint64_t)(d->svc.watchdog_gap_max * 1e3 + 0.5));
 }
 
 void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg)

@@ -53,8 +53,11 @@
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
-/* Bounds that a loaded machine does not reach and the bugs pass by far. */
-#define ITERATION_MAX_MS 250
+/* Bounds that a loaded machine does not reach and the bugs pass by far
+ * (unmodified: 1157, 3183 and 1673 ms; fixed, under a load average of 9
+ * to 11 on 2 cores, up to 327 ms once, mostly under 100: the iteration is
+ * wall time, a daemon waiting for a core counts). */
+#define ITERATION_MAX_MS 400
 #define BYSTANDER_RTT_MAX_MS 500
 /* The puncher stops after this long whatever happens (ms), so that the
  * unmodified daemon, blocked in one copy, ends too. */
@@ -413,6 +416,7 @@ END_TEST
 
 #define STREAM_LEN GIB
 #define STREAM_MSGS 3
+#define STREAM_SEED 0x10adb0f1ull
 
 static void fill_words(uint64_t *p, size_t n, uint64_t seed)
 {
@@ -422,8 +426,7 @@ static void fill_words(uint64_t *p, size_t n, uint64_t seed)
 		p[i] = seed ^ (i * 0x9e3779b97f4a7c15ull);
 }
 
-static void __attribute__((noreturn)) stream_client(const struct h_daemon *d, bool sender,
-						    struct shared *sh)
+static void __attribute__((noreturn)) stream_client(const struct h_daemon *d, bool sender)
 {
 	struct cl c;
 	uint64_t *buf;
@@ -438,7 +441,11 @@ static void __attribute__((noreturn)) stream_client(const struct h_daemon *d, bo
 		size_t w;
 
 		if (sender) {
-			fill_words(buf, STREAM_LEN / 8, i + 1);
+			/* The body once (CPU time is the daemon's to share),
+			 * the message's number at both ends every time. */
+			if (i == 0)
+				fill_words(buf, STREAM_LEN / 8, STREAM_SEED);
+			buf[0] = buf[STREAM_LEN / 8 - 1] = i;
 			cl_post_send(&c, (sl_addr_t){ d->node, P_RECV }, i, buf, STREAM_LEN, i);
 		} else {
 			cl_post_recv(&c, buf, STREAM_LEN, i);
@@ -448,11 +455,15 @@ static void __attribute__((noreturn)) stream_client(const struct h_daemon *d, bo
 			   CL_E_STATUS, "message %u: %s ctx %llu len %llu", i,
 			   sl_strerror(cqe.status), (unsigned long long)cqe.user_ctx,
 			   (unsigned long long)cqe.len);
-		if (!sender)
-			for (w = 0; w < STREAM_LEN / 8; w++)
-				CL_REQUIRE(buf[w] == ((i + 1) ^ (w * 0x9e3779b97f4a7c15ull)),
-					   CL_E_DATA, "message %u: word %zu differs", i, w);
-		sh->rounds[0]++;	/* unused by the bystanders' checks */
+		if (sender)
+			continue;
+		CL_REQUIRE(buf[0] == i && buf[STREAM_LEN / 8 - 1] == i, CL_E_DATA,
+			   "message %u: its ends say %llu and %llu", i, (unsigned long long)buf[0],
+			   (unsigned long long)buf[STREAM_LEN / 8 - 1]);
+		/* The body is the same each time: the last one is checked. */
+		for (w = 1; i == STREAM_MSGS - 1 && w < STREAM_LEN / 8 - 1; w++)
+			CL_REQUIRE(buf[w] == (STREAM_SEED ^ (w * 0x9e3779b97f4a7c15ull)),
+				   CL_E_DATA, "message %u: word %zu differs", i, w);
 	}
 	cl_close(&c);
 	_exit(CL_OK);
@@ -466,7 +477,6 @@ START_TEST(local_stream_1g)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct h_daemon nodes[2];
 	struct shared *sh = shared_alloc(sizeof(*sh));
-	struct shared *ss = shared_alloc(sizeof(*ss));
 	struct bystanders b;
 	uint64_t it, gap;
 	pid_t pids[2], reader;
@@ -496,10 +506,10 @@ START_TEST(local_stream_1g)
 	bystanders_start(&b, nodes, sh);
 	pids[0] = h_fork();
 	if (pids[0] == 0)
-		stream_client(&nodes[0], false, ss);
+		stream_client(&nodes[0], false);
 	pids[1] = h_fork();
 	if (pids[1] == 0)
-		stream_client(&nodes[0], true, ss);
+		stream_client(&nodes[0], true);
 	expect_clients_ok(pids, cnames, 2, 4 * WAIT_MS);
 	it = iteration_max_ms(&nodes[0], "local_stream_1g");
 	gap = h_daemon_stat(&nodes[0], "loop.watchdog_gap_max_ms");
@@ -512,7 +522,6 @@ START_TEST(local_stream_1g)
 	H_EQ(waitpid(reader, NULL, 0), reader);
 	close(nfd);
 	unlink(sun.sun_path);
-	shared_free(ss, sizeof(*ss));
 	shared_free(sh, sizeof(*sh));
 	h_cluster_stop(nodes, 2);
 }
