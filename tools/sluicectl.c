@@ -495,8 +495,10 @@ static void show_status(struct json_object *o)
 	printf("log level    %s\n", a);
 	if (field(o, "loop"))
 		printf("loop         longest iteration %" PRIu64 " ms, %" PRIu64
-		       " stalls (longest %" PRIu64 " ms)\n", num(field(o, "loop"), "iteration_max_ms"),
-		       num(field(o, "loop"), "stalls"), num(field(o, "loop"), "stall_max_ms"));
+		       " stalls (longest %" PRIu64 " ms), longest watchdog gap %" PRIu64 " ms\n",
+		       num(field(o, "loop"), "iteration_max_ms"), num(field(o, "loop"), "stalls"),
+		       num(field(o, "loop"), "stall_max_ms"),
+		       num(field(o, "loop"), "watchdog_gap_max_ms"));
 }
 
 static void show_clients(struct json_object *o)
