@@ -37,7 +37,7 @@ typedef int service_apply_fn(struct daemon *d, struct config *c);
 
 struct service {
 	bool notify;			/* NOTIFY_SOCKET set: talk to systemd */
-	ev_timer watchdog_w;		/* WATCHDOG=1 at a quarter of WATCHDOG_USEC */
+	ev_timer watchdog_w;		/* WATCHDOG=1 at an eighth of WATCHDOG_USEC */
 	ev_tstamp watchdog_sent;	/* ev_now() of the last WATCHDOG=1, 0 none */
 	ev_tstamp watchdog_gap_max;	/* seconds, the longest between two */
 	ev_timer status_w;		/* STATUS= refresh, at most once a second */
@@ -51,7 +51,7 @@ struct service {
 /*
  * service_init - install the SIGTERM, SIGINT (drain) and SIGHUP (reload)
  * handlers; with NOTIFY_SOCKET set, start the STATUS= refresh and, when
- * sd_watchdog_enabled() says so, the WATCHDOG=1 timer at a quarter of
+ * sd_watchdog_enabled() says so, the WATCHDOG=1 timer at an eighth of
  * the interval, from the loop: a gap over half the interval means the
  * loop was held that long (svc.watchdog_gap_max, loop.watchdog_gap_max_ms).  @apply: see service_apply_fn (may be NULL).  Call once the
  * loop exists, before service_ready().  Returns 0 or -errno from
