@@ -1,0 +1,185 @@
+/*
+ * fuzz_sqe.c - what a client writes into its shared segment: descriptors
+ * (engine_validate, then the engine: matching, local delivery, local
+ * rendezvous, sends toward a peer whose link is down), ring indices
+ * (queue_drain's reading of the SQ tail and CQ head) and the segment's
+ * header, all rewritten at will as a hostile client may.
+ *
+ * Input: a program of operations, each an opcode byte and its operands
+ * (little-endian), on two queues of one client, ports FUZZ_PORT_A and
+ * FUZZ_PORT_B:
+ *   0 q raw[64]            post 64 raw bytes as an SQE
+ *   1 q op node port tag mask addr[4] len[4]
+ *                          post a well-formed-looking SQE (send or
+ *                          receive; node, port and mask picked from a few
+ *                          meaningful values or taken raw)
+ *   2 q v[4]               set the SQ tail to v
+ *   3 q v[4]               set the CQ head to v
+ *   4                      one progress pass
+ *   5 q                    read every completion
+ *   6 q off[2] v[4]        write v at byte off of the segment's control
+ *                          part (header, ring controls, rings)
+ *   7 q                    close the queue (its client goes on)
+ * Missing operand bytes read as 0.  Then a few passes, the client closes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_daemon.h"
+#include "queue.h"
+#include "session.h"
+#include "sluice.h"
+
+#define FUZZ_PORT_A 100u
+#define FUZZ_PORT_B 101u
+#define FUZZ_OPS_MAX 256
+
+struct cursor {
+	const uint8_t *p;
+	size_t left;
+};
+
+static uint8_t u8(struct cursor *c)
+{
+	if (!c->left)
+		return 0;
+	c->left--;
+	return *c->p++;
+}
+
+static uint32_t u32(struct cursor *c)
+{
+	uint32_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < 4; i++)
+		v |= (uint32_t)u8(c) << (8 * i);
+	return v;
+}
+
+static uint32_t pick_node(const struct daemon *d, uint8_t b, struct cursor *c)
+{
+	switch (b % 6) {
+	case 0:
+		return SL_NODE_LOCAL;
+	case 1:
+		return d->cfg.node_id;
+	case 2:
+		return fuzz_peer_we_dial(d);
+	case 3:
+		return fuzz_peer_dialing_us(d);
+	case 4:
+		return SL_NODE_ANY;
+	default:
+		return u32(c);
+	}
+}
+
+static uint32_t pick_port(uint8_t b, struct cursor *c)
+{
+	switch (b % 5) {
+	case 0:
+		return FUZZ_PORT_A;
+	case 1:
+		return FUZZ_PORT_B;
+	case 2:
+		return SL_PORT_ANY;
+	case 3:
+		return 0;
+	default:
+		return u32(c);
+	}
+}
+
+static void post_shaped(struct daemon *d, struct queue *q, struct cursor *c)
+{
+	uint8_t op = u8(c), node = u8(c), port = u8(c), tag = u8(c), mask = u8(c);
+	struct sl_sqe sqe = {
+		.opcode = op & 1 ? SL_SQE_OP_RECV : SL_SQE_OP_SEND,
+		.tag = tag,
+	};
+
+	sqe.peer.node = pick_node(d, node, c);
+	sqe.peer.port = pick_port(port, c);
+	sqe.tag_mask = mask & 1 ? ~0ull : mask;
+	sqe.addr = u32(c);
+	sqe.len = u32(c);
+	sqe.user_ctx = op;
+	if (q)
+		fuzz_sqe_post(q, &sqe);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct daemon *d = fuzz_daemon(false);
+	struct cursor c = { data, size };
+	struct queue *qs[2];
+	struct session *s;
+	unsigned ops = 0;
+
+	fuzz_links_setup(d);
+	s = fuzz_session_new(d);
+	qs[0] = fuzz_queue_open(s, FUZZ_PORT_A, 8);
+	qs[1] = fuzz_queue_open(s, FUZZ_PORT_B, 8);
+	while (c.left && ops++ < FUZZ_OPS_MAX) {
+		uint8_t op = u8(&c), qi = u8(&c) & 1;
+		struct queue *q = qs[qi];
+		struct sl_sqe sqe;
+		uint32_t off, v;
+		unsigned i;
+
+		switch (op % 8) {
+		case 0:
+			for (i = 0; i < sizeof(sqe); i++)
+				((uint8_t *)&sqe)[i] = u8(&c);
+			if (q)
+				fuzz_sqe_post(q, &sqe);
+			break;
+		case 1:
+			post_shaped(d, q, &c);
+			break;
+		case 2:
+			v = u32(&c);
+			if (q)
+				*q->sq.shm_tail = v;
+			break;
+		case 3:
+			v = u32(&c);
+			if (q)
+				*q->cq.shm_head = v;
+			break;
+		case 4:
+			fuzz_progress(d, 1);
+			break;
+		case 5:
+			if (q)
+				fuzz_cq_consume(q);
+			break;
+		case 6:
+			off = u8(&c) | (uint32_t)u8(&c) << 8;
+			v = u32(&c);
+			/* The control part, below the arena: what a client may
+			 * scribble on besides its data. */
+			if (q && (uint64_t)off + 4 <= (uint64_t)(q->arena - q->base))
+				memcpy(q->base + (off & ~3u), &v, 4);
+			break;
+		case 7:
+			if (q) {
+				TAILQ_REMOVE(&s->queues, q, by_session);
+				s->n_queues--;
+				queue_kill(q);
+				qs[qi] = NULL;
+			}
+			break;
+		}
+		/* A corrupt ring drops the client (progress.c): stop there. */
+		if (TAILQ_EMPTY(&d->sessions))
+			break;
+	}
+	fuzz_progress(d, 4);
+	fuzz_session_free(s);
+	fuzz_links_teardown(d);
+	fuzz_progress(d, 1);
+	return 0;
+}
