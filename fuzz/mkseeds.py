@@ -85,3 +85,12 @@ put(S, "seed-remote", shaped(0, 0, 2, 1, 1, 0, 0, 64) + shaped(0, 0, 3, 0, 1, 0,
 put(S, "seed-raw", b"\x00\x00" + sqe(1, 0, 101, 1, 0, 0, 8) + b"\x00\x01" + sqe(2, 0, 0xffffffff, 1, ~0 & 0xffffffffffffffff, 0, 64) + b"\x04\x00\x05\x00\x05\x01")
 put(S, "seed-bad-indices", shaped(0, 1, 0, 1, 3, 1, 0, 64) + b"\x02\x00" + struct.pack("<I", 1000) + b"\x04\x00" + b"\x03\x01" + struct.pack("<I", 0xfffffff0) + b"\x04\x00")
 put(S, "seed-header", b"\x06\x00\x00\x00" + struct.pack("<I", 0xdeadbeef) + b"\x06\x00\x40\x00" + struct.pack("<I", 7) + shaped(0, 1, 0, 1, 3, 1, 0, 64) + b"\x04\x00")
+
+# Sends toward the peer (mode bits 3-4): eager seq 1, RTS seq 2 (send_id 1),
+# eager seq 3; the stream acts on them.
+put(W, "seed-tx-ack", b"\x18" + hello(DIALS_US) + ack(1) + ack(3))
+put(W, "seed-tx-nak", b"\x18" + hello(DIALS_US) + nak(1, 1, status=2) + nak(2, 3, status=16, ack=2))
+put(W, "seed-tx-rndv", b"\x10" + hello(DIALS_US) + ack(2) + rtr(1, 1, 0x1000, 200 << 10, 5, 1) + done(2, 1))
+put(W, "seed-tx-rndv-refused", b"\x10" + hello(DIALS_US) + rtr(1, 1, 0, 0, 0, 0, status=1) + ack(2))
+put(W, "seed-tx-rndv-abort", b"\x11" + hello(WE_DIAL) + rtr(1, 1, 0x1000, 100, 5, 7) + rtr(2, 1, 0, 0, 0, 7, status=16))
+put(W, "seed-tx-rndv-reconnect", b"\x10" + hello(DIALS_US) + rtr(1, 1, 0x1000, 200 << 10, 5, 1) + hello(DIALS_US, last_rx=1, peer_inc=INCARNATION) + rtr(1, 1, 0x1000, 200 << 10, 5, 1, offset=4096) + done(2, 1))
