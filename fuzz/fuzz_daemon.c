@@ -517,6 +517,48 @@ void fuzz_session_free(struct session *s)
 	free(s);
 }
 
+static void post_receives(struct queue *q, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct sl_sqe sqe = {
+			.opcode = SL_SQE_OP_RECV,
+			.peer = SL_ANY_SOURCE,
+			.tag_mask = 0,
+			.addr = (uint64_t)i * FUZZ_RECV_BYTES,
+			.len = FUZZ_RECV_BYTES,
+			.user_ctx = i + 1,
+		};
+
+		fuzz_sqe_post(q, &sqe);
+	}
+}
+
+static void post_sends(struct queue *q, uint32_t node, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct sl_sqe sqe = {
+			.opcode = SL_SQE_OP_SEND,
+			.peer = { node, FUZZ_PORT },
+			.tag = i,
+			.addr = 3u * FUZZ_RECV_BYTES,
+			.len = i & 1 ? FUZZ_RNDV_BYTES : FUZZ_EAGER_BYTES,
+			.user_ctx = 100 + i,
+		};
+
+		fuzz_sqe_post(q, &sqe);
+	}
+}
+
+void fuzz_link_traffic(struct queue *q, uint32_t node, uint8_t mode)
+{
+	post_receives(q, (mode >> 1) & 3u);
+	post_sends(q, node, (mode >> 3) & 3u);
+}
+
 void fuzz_progress(struct daemon *d, unsigned rounds)
 {
 	while (rounds--) {

@@ -99,6 +99,18 @@ void fuzz_sqe_post(struct queue *q, const struct sl_sqe *sqe);
 void fuzz_cq_consume(struct queue *q);
 void fuzz_session_free(struct session *s);
 
+/*
+ * The traffic a link harness's stream meets, on a queue bound to
+ * FUZZ_PORT: (@mode >> 1) & 3 receives of FUZZ_RECV_BYTES (any source,
+ * any tag), and (@mode >> 3) & 3 sends to (@node, FUZZ_PORT), alternately
+ * FUZZ_EAGER_BYTES (eager) and FUZZ_RNDV_BYTES (a rendezvous).
+ */
+#define FUZZ_PORT 7000u
+#define FUZZ_RECV_BYTES (256u << 10)
+#define FUZZ_EAGER_BYTES 1000u
+#define FUZZ_RNDV_BYTES (200u << 10)	/* over the default eager_max */
+void fuzz_link_traffic(struct queue *q, uint32_t node, uint8_t mode);
+
 /* Run @rounds progress passes (queues drained, links flushed, the fake
  * transport pumped), as the loop would. */
 void fuzz_progress(struct daemon *d, unsigned rounds);

@@ -8,10 +8,9 @@
  * (where a HELLO must name fuzz-c, or fuzz-a for a nudge); bits 1-2: how
  * many 256 KiB receives (any source, any tag) wait on port FUZZ_PORT, so
  * that EAGER and RTS frames find a receiver and rendezvous start; bits
- * 3-4: how many sends a client on that port has posted toward the peer
- * of the connection (alternately FUZZ_EAGER_BYTES, eager, and
- * FUZZ_RNDV_BYTES, a rendezvous), so that the ACKs, NAKs, RTRs and
- * DONEs of the stream find operations to act on.
+ * 3-4: how many sends that client has posted toward the peer of the
+ * connection, so that the ACKs, NAKs, RTRs and DONEs of the stream find
+ * operations to act on (fuzz_link_traffic).
  *
  * The stream is cut into frames with sl_wire_decode_hdr() as tcp.c does
  * it; each goes up through the transport upcalls into link.c and from
@@ -35,10 +34,6 @@
 #include "sl_wire.h"
 #include "sluice.h"
 
-#define FUZZ_PORT 7000u
-#define FUZZ_RECV_BYTES (256u << 10)
-#define FUZZ_EAGER_BYTES 1000u
-#define FUZZ_RNDV_BYTES (200u << 10)	/* over the default eager_max */
 #define FUZZ_FRAMES_MAX 512
 #define FUZZ_CONNS_MAX 8
 
@@ -67,42 +62,6 @@ static void codec_check(const uint8_t *buf, size_t len, int rc, const struct sl_
 	}
 }
 
-static void post_receives(struct queue *q, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		struct sl_sqe sqe = {
-			.opcode = SL_SQE_OP_RECV,
-			.peer = SL_ANY_SOURCE,
-			.tag_mask = 0,
-			.addr = (uint64_t)i * FUZZ_RECV_BYTES,
-			.len = FUZZ_RECV_BYTES,
-			.user_ctx = i + 1,
-		};
-
-		fuzz_sqe_post(q, &sqe);
-	}
-}
-
-static void post_sends(struct queue *q, uint32_t node, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++) {
-		struct sl_sqe sqe = {
-			.opcode = SL_SQE_OP_SEND,
-			.peer = { node, FUZZ_PORT },
-			.tag = i,
-			.addr = 3u * FUZZ_RECV_BYTES,
-			.len = i & 1 ? FUZZ_RNDV_BYTES : FUZZ_EAGER_BYTES,
-			.user_ctx = 100 + i,
-		};
-
-		fuzz_sqe_post(q, &sqe);
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct daemon *d = fuzz_daemon(false);
@@ -117,11 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_links_setup(d);
 	s = fuzz_session_new(d);
 	q = fuzz_queue_open(s, FUZZ_PORT, 16);
-	if (q) {
-		post_receives(q, (data[0] >> 1) & 3u);
-		post_sends(q, data[0] & 1 ? fuzz_peer_we_dial(d) : fuzz_peer_dialing_us(d),
-			   (data[0] >> 3) & 3u);
-	}
+	if (q)
+		fuzz_link_traffic(q, data[0] & 1 ? fuzz_peer_we_dial(d) : fuzz_peer_dialing_us(d),
+				  data[0]);
 	fuzz_progress(d, 2);	/* receives posted; our dial connects */
 	c = data[0] & 1 ? fuzz_xport_dialled(d) : fuzz_xport_accept(d);
 	while (c && off < size && frames < FUZZ_FRAMES_MAX) {

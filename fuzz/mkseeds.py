@@ -94,3 +94,15 @@ put(W, "seed-tx-rndv", b"\x10" + hello(DIALS_US) + ack(2) + rtr(1, 1, 0x1000, 20
 put(W, "seed-tx-rndv-refused", b"\x10" + hello(DIALS_US) + rtr(1, 1, 0, 0, 0, 0, status=1) + ack(2))
 put(W, "seed-tx-rndv-abort", b"\x11" + hello(WE_DIAL) + rtr(1, 1, 0x1000, 100, 5, 7) + rtr(2, 1, 0, 0, 0, 7, status=16))
 put(W, "seed-tx-rndv-reconnect", b"\x10" + hello(DIALS_US) + rtr(1, 1, 0x1000, 200 << 10, 5, 1) + hello(DIALS_US, last_rx=1, peer_inc=INCARNATION) + rtr(1, 1, 0x1000, 200 << 10, 5, 1, offset=4096) + done(2, 1))
+
+# The tcp harness reads the same streams on an accepted connection; bits
+# 5-7 of the mode byte cut them into writes of 1, 4, 16 ... 16384 bytes.
+T = "fuzz/corpus/tcp"
+for i, name in enumerate(sorted(os.listdir(W))):
+    if not name.startswith("seed-"):
+        continue
+    with open(os.path.join(W, name), "rb") as f:
+        data = f.read()
+    if data[0] & 1:
+        continue
+    put(T, name, bytes([(data[0] & 0x1e) | ((i % 8) << 5)]) + data[1:])
