@@ -452,7 +452,11 @@ void fuzz_links_teardown(struct daemon *d)
 		if (conns[i].used && conns[i].open)
 			fake_close(&conns[i], -ECONNRESET);
 	fuzz_xport_pump(d);
+	/* As daemon_teardown: stopping, so that the connections the
+	 * teardown closes arm no redial or timeout on links it frees. */
+	d->stopping = true;
 	link_teardown_all(d);
+	d->stopping = false;
 	fuzz_xport_pump(d);
 }
 
