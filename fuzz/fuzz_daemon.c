@@ -350,7 +350,8 @@ static void remove_runtime_dir(void)
 	if (!runtime_dir[0])
 		return;
 	admin_close(&dm);
-	snprintf(path, sizeof(path), "%s/%s", runtime_dir, SLD_ADMIN_SOCKET_NAME);
+	session_close_listener(&dm);
+	snprintf(path, sizeof(path), "%s/%s", runtime_dir, SLD_LOCK_NAME);
 	(void)unlink(path);
 	(void)rmdir(runtime_dir);
 }
@@ -361,7 +362,7 @@ static void die(const char *what)
 	abort();
 }
 
-struct daemon *fuzz_daemon(bool admin)
+struct daemon *fuzz_daemon(bool sockets)
 {
 	struct daemon *d = &dm;
 	const char *tmp = getenv("TMPDIR");
@@ -409,15 +410,15 @@ struct daemon *fuzz_daemon(bool admin)
 	d->xp = &fake_x;
 	if (daemon_rcache_init(d))
 		die("daemon_rcache_init");
-	if (admin) {
+	if (sockets) {
 		snprintf(runtime_dir, sizeof(runtime_dir), "%s/sluice-fuzz.XXXXXX",
 			 tmp && tmp[0] && strlen(tmp) < 48 ? tmp : "/tmp");
 		if (!mkdtemp(runtime_dir))
 			die("mkdtemp");
 		snprintf(d->cfg.runtime_dir, sizeof(d->cfg.runtime_dir), "%s", runtime_dir);
-		d->cfg.admin_group[0] = '\0';
-		if (admin_listen(d))
-			die("admin_listen");
+		d->cfg.admin_group[0] = d->cfg.client_group[0] = '\0';
+		if (session_listen(d) || admin_listen(d))
+			die("session_listen or admin_listen");
 		atexit(remove_runtime_dir);
 	}
 	daemon_progress_init(d);

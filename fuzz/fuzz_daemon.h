@@ -32,12 +32,12 @@
 
 /*
  * fuzz_daemon - the process's daemon context, created on first use
- * (aborts when it cannot be: the harness cannot run).  @admin: also
- * listen on the admin socket, in a private runtime directory under
- * $TMPDIR (removed at exit).  Links are not set up: see
+ * (aborts when it cannot be: the harness cannot run).  @sockets: also
+ * listen on the control and admin sockets, in a private runtime
+ * directory under $TMPDIR (removed at exit).  Links are not set up: see
  * fuzz_links_setup().
  */
-struct daemon *fuzz_daemon(bool admin);
+struct daemon *fuzz_daemon(bool sockets);
 
 /* Create the links (link_setup_all) / tear them down after closing every
  * fake connection, so that each input starts from links never seen. */

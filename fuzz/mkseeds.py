@@ -106,3 +106,16 @@ for i, name in enumerate(sorted(os.listdir(W))):
     if data[0] & 1:
         continue
     put(T, name, bytes([(data[0] & 0x1e) | ((i % 8) << 5)]) + data[1:])
+
+# Control socket requests (proto/sl_shm.h, struct sl_ctl_req), each behind
+# its length byte (fuzz/fuzz_ctl.c); 0xff reconnects.
+def ctl(op, seq=1, port=0, depth=0, queue_id=0, version=1, rsvd=(0, 0, 0, 0, 0)):
+    req = struct.pack("<HHIIII5I", version, op, seq, port, depth, queue_id, *rsvd)
+    return bytes([len(req)]) + req
+
+K = "fuzz/corpus/ctl"
+put(K, "seed-hello", ctl(1))
+put(K, "seed-open-close", ctl(1) + ctl(2, 2, 0, 8) + ctl(2, 3, 5000, 64) + ctl(3, 4, queue_id=1) + ctl(3, 5, queue_id=999))
+put(K, "seed-open-refused", ctl(2, 1, 5000, 0) + ctl(2, 2, 70000, 8) + ctl(2, 3, 80, 8) + ctl(2, 4, 5001, 8, queue_id=1) + ctl(2, 5, 5002, 8, rsvd=(1, 0, 0, 0, 0)))
+put(K, "seed-bad", ctl(9) + ctl(1, version=2) + b"\x03abc" + b"\x00")
+put(K, "seed-reconnect", ctl(2, 1, 6000, 8) + b"\xff" + ctl(2, 2, 6000, 8) + b"\xff" + ctl(1))
