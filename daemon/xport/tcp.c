@@ -763,9 +763,11 @@ static int write_begin(struct xport_conn *c, const struct sl_wire_frame *f,
 			c->wr_discard = false;
 		return rc;
 	}
-	if (n)
+	/* An empty write may name address 0: no arithmetic on it. */
+	if (n) {
 		memcpy(c->wr_dst, payload, n);
-	c->wr_dst += n;
+		c->wr_dst += n;
+	}
 	c->wr_left -= n;
 	return c->wr_left ? 0 : write_placed(c);
 }
