@@ -38,18 +38,23 @@ static void fail(const char *what, const char *detail)
 	abort();
 }
 
-static int ctl_connect(const struct daemon *d)
+static int ctl_connect(struct daemon *d)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	unsigned spins = 0;
 
 	if (fd < 0)
 		fail("socket", strerror(errno));
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", d->ctl_path) >=
 	    sizeof(sun.sun_path))
 		fail("control socket path too long", d->ctl_path);
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		fail("connect", strerror(errno));
+	/* The backlog is the daemon's to empty: let its loop accept. */
+	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		if (errno != EAGAIN || ++spins > FUZZ_CTL_SPINS)
+			fail("connect", strerror(errno));
+		ev_run(d->loop, EVRUN_NOWAIT);
+	}
 	return fd;
 }
 
@@ -142,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len == FUZZ_CTL_RECONNECT || !alive) {
 			if (close(fd) < 0)
 				fail("close", strerror(errno));
+			ev_run(d->loop, EVRUN_NOWAIT);	/* the client goes */
 			fd = ctl_connect(d);
 			alive = true;
 			if (len == FUZZ_CTL_RECONNECT)
