@@ -1,8 +1,11 @@
 /*
  * fuzz_admin.c - the admin socket's request parser (daemon/admin.c): the
- * input is what an operator's client (sluicectl, or anything in
- * admin_group) writes to runtime_dir/sluiced-admin.sock before it
- * half-closes; the daemon's loop reads it, answers and closes.  The
+ * input is one byte, the split point, then what an operator's client
+ * (sluicectl, or anything in admin_group) writes to
+ * runtime_dir/sluiced-admin.sock before it half-closes: the bytes before
+ * the split point go first and the daemon's loop reads them, then the
+ * rest (a request that arrives in pieces); the daemon answers and
+ * closes.  The
  * daemon context has two links (down) and one client with a queue, so
  * that every command has something to report.
  *
@@ -28,6 +31,7 @@
  * only, and must fit the socket buffer. */
 #define FUZZ_ADMIN_MAX 4096
 #define FUZZ_ADMIN_SPINS 100000
+#define FUZZ_ADMIN_SPLIT_SPINS 3
 #define FUZZ_REPLY_MAX (1u << 20)
 
 static void fail(const char *what, const char *detail)
@@ -56,22 +60,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static char reply[FUZZ_REPLY_MAX + 1];
 	static bool ready;
 	struct daemon *d = fuzz_daemon(true);
-	size_t got = 0;
+	size_t got = 0, split;
 	unsigned spins;
 	bool eof = false;
 	int fd;
 
-	if (size > FUZZ_ADMIN_MAX)
+	if (size > FUZZ_ADMIN_MAX + 1)
 		return 0;
 	if (!ready) {
 		fuzz_links_setup(d);
 		(void)fuzz_queue_open(fuzz_session_new(d), 5, 8);
 		ready = true;
 	}
+	if (size < 1)
+		return 0;
+	split = data[0] < size - 1 ? data[0] : size - 1;
+	data++;
+	size--;
 	fd = admin_connect(d);
-	if (size && send(fd, data, size, MSG_NOSIGNAL) != (ssize_t)size)
+	if (split) {
+		if (send(fd, data, split, MSG_NOSIGNAL) != (ssize_t)split)
+			fail("send", strerror(errno));
+		for (spins = 0; spins < FUZZ_ADMIN_SPLIT_SPINS; spins++)
+			ev_run(d->loop, EVRUN_NOWAIT);
+	}
+	/* EPIPE, ECONNRESET: the daemon answered the first part already. */
+	if (size > split && send(fd, data + split, size - split, MSG_NOSIGNAL) < 0 &&
+	    errno != EPIPE && errno != ECONNRESET)
 		fail("send", strerror(errno));
-	if (shutdown(fd, SHUT_WR) < 0)
+	if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
 		fail("shutdown", strerror(errno));
 	for (spins = 0; !eof && spins < FUZZ_ADMIN_SPINS; spins++) {
 		ssize_t n;
