@@ -119,3 +119,10 @@ put(K, "seed-open-close", ctl(1) + ctl(2, 2, 0, 8) + ctl(2, 3, 5000, 64) + ctl(3
 put(K, "seed-open-refused", ctl(2, 1, 5000, 0) + ctl(2, 2, 70000, 8) + ctl(2, 3, 80, 8) + ctl(2, 4, 5001, 8, queue_id=1) + ctl(2, 5, 5002, 8, rsvd=(1, 0, 0, 0, 0)))
 put(K, "seed-bad", ctl(9) + ctl(1, version=2) + b"\x03abc" + b"\x00")
 put(K, "seed-reconnect", ctl(2, 1, 6000, 8) + b"\xff" + ctl(2, 2, 6000, 8) + b"\xff" + ctl(1))
+
+# Regression inputs written by hand (findings are copied in as they are).
+# An RTR whose ack does not cover the RTS it answers, then a broken
+# connection and a HELLO that resumes before that RTS: the rendezvous send
+# was in the unacked list, owned by the rendezvous (link.c frame_move
+# assertion, found by fuzz_wire as rtr-unacked-rts-then-resume).
+put(W, "rtr-ack-short-of-rts-then-resume", b"\x10" + hello(DIALS_US) + rtr(1, 1, 0x1000, 200 << 10, 5, 1) + eager(5, b"gap") + hello(DIALS_US, last_rx=1, peer_inc=INCARNATION))
