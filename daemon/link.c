@@ -978,6 +978,15 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 			 (unsigned long long)wf->u.rtr.send_id);
 		return -EPROTO;
 	}
+	/* Whoever answers an RTS has it: its ack covers the RTS, so that
+	 * the RTS leaves the unacked list with this frame and is never
+	 * sent again once the rendezvous owns it (link_resume). */
+	if (f->where == FL_UNACKED && wf->ack < f->seq) {
+		log_warn("link %s: RTR for rendezvous %llu acks %llu, before its RTS %llu",
+			 l->peer->name, (unsigned long long)wf->u.rtr.send_id,
+			 (unsigned long long)wf->ack, (unsigned long long)f->seq);
+		return -EPROTO;
+	}
 	if (wf->u.rtr.status != SL_OK) {
 		send_decide(l, f, (int)wf->u.rtr.status);
 		return 0;
@@ -2103,15 +2112,11 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	send_try_finish(l, f);
 }
 
+/* @ack is at most tx_seq: up_recv checked it before the frame acted. */
 static int process_ack(struct link *l, uint64_t ack)
 {
 	struct link_frame *f, *next;
 
-	if (ack > l->tx_seq) {
-		log_warn("link %s: ack %llu beyond last sent %llu", l->peer->name,
-			 (unsigned long long)ack, (unsigned long long)l->tx_seq);
-		return -EPROTO;
-	}
 	if (ack <= l->ack_rx)
 		return 0;
 	l->ack_rx = ack;
@@ -2303,6 +2308,13 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	}
 	if (l->state != LINK_UP)
 		return -EPROTO;
+	/* Checked before the frame acts: a frame refused after acting
+	 * (process_ack below) would leave what it changed behind. */
+	if (wf->ack > l->tx_seq) {
+		log_warn("link %s: ack %llu beyond last sent %llu", l->peer->name,
+			 (unsigned long long)wf->ack, (unsigned long long)l->tx_seq);
+		return -EPROTO;
+	}
 	if (wf->seq) {
 		rc = rx_sequence(l, wf->seq);
 		if (rc < 0)
