@@ -978,13 +978,15 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 			 (unsigned long long)wf->u.rtr.send_id);
 		return -EPROTO;
 	}
-	/* Whoever answers an RTS has it: its ack covers the RTS, so that
-	 * the RTS leaves the unacked list with this frame and is never
-	 * sent again once the rendezvous owns it (link_resume). */
-	if (f->where == FL_UNACKED && wf->ack < f->seq) {
-		log_warn("link %s: RTR for rendezvous %llu acks %llu, before its RTS %llu",
+	/* A first answer comes from whoever has the RTS: it is on the
+	 * wire (not back in the backlog after a resume), and the RTR's ack
+	 * covers it, so that the RTS leaves the unacked list with this
+	 * frame and is never sent again once the rendezvous owns it
+	 * (link_resume). */
+	if (!f->recv_id && (f->owner != FO_WIRE || (f->where == FL_UNACKED && wf->ack < f->seq))) {
+		log_warn("link %s: RTR for rendezvous %llu whose RTS it cannot have (ack %llu)",
 			 l->peer->name, (unsigned long long)wf->u.rtr.send_id,
-			 (unsigned long long)wf->ack, (unsigned long long)f->seq);
+			 (unsigned long long)wf->ack);
 		return -EPROTO;
 	}
 	if (wf->u.rtr.status != SL_OK) {
