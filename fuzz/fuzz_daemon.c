@@ -16,6 +16,7 @@
 #include "log.h"
 #include "queue.h"
 #include "session.h"
+#include "uid_quota.h"
 #include "sl_barrier.h"
 #include "sluice.h"
 
@@ -374,6 +375,7 @@ struct daemon *fuzz_daemon(bool sockets)
 	TAILQ_INIT(&d->sessions);
 	TAILQ_INIT(&d->queues);
 	TAILQ_INIT(&d->cq_dirty);
+	TAILQ_INIT(&d->copies);	/* as main() does: copy.c's list */
 	if (config_defaults(&d->cfg))
 		die("config_defaults");
 	/* Quiet: every refusal of a hostile input is logged. */
@@ -473,6 +475,10 @@ struct session *fuzz_session_new(struct daemon *d)
 	s->fd = -1;
 	s->pid = getpid();
 	TAILQ_INIT(&s->queues);
+	/* Counted under its uid, as accept_cb does (session_destroy
+	 * uncounts it). */
+	if (uid_usage_attach(d, getuid(), &s->uq))
+		die("uid_usage_attach");
 	TAILQ_INSERT_TAIL(&d->sessions, s, link);
 	return s;
 }
@@ -486,6 +492,8 @@ struct queue *fuzz_queue_open(struct session *s, uint32_t port, uint32_t depth)
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
 	s->arena_bytes += q->arena_size;
+	s->uq->queues++;
+	s->uq->arena_bytes += q->arena_size;
 	return q;
 }
 
@@ -516,8 +524,11 @@ void fuzz_session_free(struct session *s)
 		return;
 	while ((q = TAILQ_FIRST(&s->queues))) {
 		TAILQ_REMOVE(&s->queues, q, by_session);
+		s->uq->queues--;
+		s->uq->arena_bytes -= q->arena_size;
 		queue_kill(q);
 	}
+	uid_usage_detach(&dm, s->uq);
 	TAILQ_REMOVE(&dm.sessions, s, link);
 	free(s);
 }
