@@ -107,7 +107,7 @@ static void netpair_cleanup_all(void);
 
 void h_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[4096];	/* room for the clients' last words (testutil.h) */
 	va_list ap;
 
 	va_start(ap, fmt);

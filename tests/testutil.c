@@ -41,15 +41,95 @@ const char *cl_exit_name(int code)
 
 const char *cl_name = "test";
 
+/*
+ * Last words: each client's cl_die() message, kept where the test process
+ * can read it after the reap.  The table is MAP_SHARED and mapped when the
+ * program starts (a constructor), so every process forked later (Check's
+ * test process, the clients, their children) shares it.  A dying client
+ * takes the next slot (a ring: the oldest words are overwritten after
+ * CL_WORDS_SLOTS deaths), fills it, then publishes its pid; the reader
+ * takes the newest slot naming the pid and clears it (pids are reused).
+ */
+#define CL_WORDS_SLOTS 64
+
+struct cl_words_slot {
+	pid_t pid;		/* 0: free or being written */
+	int code;
+	uint64_t seq;
+	char text[CL_WORDS_MAX];
+};
+
+struct cl_words_table {
+	uint64_t next;
+	struct cl_words_slot slot[CL_WORDS_SLOTS];
+};
+
+static struct cl_words_table *cl_words;
+
+__attribute__((constructor)) static void cl_words_map(void)
+{
+	void *p = mmap(NULL, sizeof(*cl_words), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	/* Without the table the reapers only lose the words, not the code. */
+	cl_words = p == MAP_FAILED ? NULL : p;
+}
+
+static void cl_words_put(int code, const char *text)
+{
+	struct cl_words_slot *s;
+	uint64_t seq;
+
+	if (!cl_words)
+		return;
+	seq = __atomic_fetch_add(&cl_words->next, 1, __ATOMIC_RELAXED);
+	s = &cl_words->slot[seq % CL_WORDS_SLOTS];
+	__atomic_store_n(&s->pid, 0, __ATOMIC_RELEASE);
+	s->code = code;
+	s->seq = seq;
+	snprintf(s->text, sizeof(s->text), "%s", text);
+	__atomic_store_n(&s->pid, getpid(), __ATOMIC_RELEASE);
+}
+
+bool cl_last_words(pid_t pid, int *code, char *buf, size_t cap)
+{
+	struct cl_words_slot *best = NULL;
+	unsigned i;
+
+	if (!cl_words || pid <= 0)
+		return false;
+	for (i = 0; i < CL_WORDS_SLOTS; i++) {
+		struct cl_words_slot *s = &cl_words->slot[i];
+
+		if (__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) == pid &&
+		    (!best || s->seq > best->seq))
+			best = s;
+	}
+	if (!best)
+		return false;
+	if (code)
+		*code = best->code;
+	snprintf(buf, cap, "%s", best->text);
+	__atomic_store_n(&best->pid, 0, __ATOMIC_RELEASE);
+	return true;
+}
+
 void cl_die(int code, const char *fmt, ...)
 {
+	char text[CL_WORDS_MAX], line[CL_WORDS_MAX + 128];
 	va_list ap;
+	int n;
 
-	fprintf(stderr, "[client %s pid %d] ", cl_name, (int)getpid());
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (%s)\n", cl_exit_name(code));
+	cl_words_put(code, text);
+	/* One write(2): lines of clients dying together do not interleave. */
+	n = snprintf(line, sizeof(line), "[client %s pid %d] %s (%s)\n", cl_name, (int)getpid(),
+		     text, cl_exit_name(code));
+	if (n > 0)
+		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n
+					     : sizeof(line) - 1);
 	_exit(code);
 }
 
@@ -279,6 +359,17 @@ const char *wait_status_str(int st)
 	return buf;
 }
 
+const char *client_status_str(pid_t pid, int st)
+{
+	static char buf[CL_WORDS_MAX + 160];
+	char words[CL_WORDS_MAX];
+	int n = snprintf(buf, sizeof(buf), "%s", wait_status_str(st));
+
+	if (n > 0 && (size_t)n < sizeof(buf) && cl_last_words(pid, NULL, words, sizeof(words)))
+		snprintf(buf + n, sizeof(buf) - (size_t)n, ": \"%s\"", words);
+	return buf;
+}
+
 bool reap_clients(const pid_t *pids, const char *const *names, unsigned n, int timeout_ms,
 		  char *msg, size_t cap)
 {
@@ -293,7 +384,7 @@ bool reap_clients(const pid_t *pids, const char *const *names, unsigned n, int t
 		if (WIFEXITED(st[i]) && WEXITSTATUS(st[i]) == 0)
 			continue;
 		len += (size_t)snprintf(msg + len, cap - len, "%sclient %s: %s", len ? "; " : "",
-					names[i], wait_status_str(st[i]));
+					names[i], client_status_str(pids[i], st[i]));
 	}
 	return msg[0] == '\0';
 }
@@ -301,14 +392,14 @@ bool reap_clients(const pid_t *pids, const char *const *names, unsigned n, int t
 void expect_clients_ok(const pid_t *pids, const char *const *names, unsigned n,
 		       int timeout_ms)
 {
-	char msg[512];
+	char msg[CL_STATUS_MSG_MAX];
 
 	H_ASSERT(reap_clients(pids, names, n, timeout_ms, msg, sizeof(msg)), "%s", msg);
 }
 
 void fail_clients(const pid_t *pids, const char *const *names, unsigned n, const char *why)
 {
-	char msg[512];
+	char msg[CL_STATUS_MSG_MAX];
 	unsigned i;
 
 	for (i = 0; i < n; i++)
@@ -316,6 +407,33 @@ void fail_clients(const pid_t *pids, const char *const *names, unsigned n, const
 			(void)kill(pids[i], SIGKILL);
 	(void)reap_clients(pids, names, n, 5000, msg, sizeof(msg));
 	h_fail(__FILE__, __LINE__, "clients", "%s: %s", why, msg);
+}
+
+/* ---- bounding the lack of progress ---- */
+
+void progress_start(struct progress *p, uint64_t count, int gap_ms)
+{
+	*p = (struct progress){ .count = count, .at = h_now_ms(), .gap_ms = gap_ms };
+}
+
+int64_t progress_note(struct progress *p, uint64_t count)
+{
+	int64_t now = h_now_ms(), gap = now - p->at;
+
+	if (count == p->count)
+		return gap;
+	p->count = count;
+	p->at = now;
+	if (gap > p->longest)
+		p->longest = gap;
+	if (p->gap_ms > 0 && gap >= p->gap_ms)
+		p->gaps++;
+	return 0;
+}
+
+void progress_excuse(struct progress *p)
+{
+	p->at = h_now_ms();
 }
 
 /* ---- completions ---- */

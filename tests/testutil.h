@@ -57,8 +57,22 @@ const char *cl_exit_name(int code);
 extern const char *cl_name;
 
 /* End the client: print "[client NAME pid PID] <message> (<meaning of
- * code>)" to stderr and _exit(@code).  Never returns. */
+ * code>)" to stderr, leave <message> as the client's last words for the
+ * test process (cl_last_words) and _exit(@code).  Never returns. */
 void cl_die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Longest last words kept, with the NUL (longer messages are cut). */
+#define CL_WORDS_MAX 256
+
+/*
+ * cl_last_words - test process, after reaping client @pid: copy the
+ * message of its cl_die() to @buf (@cap bytes, NUL-terminated) and its
+ * exit code to *@code (unless NULL), and forget them.  Returns false if
+ * @pid left none (it exited 0, was killed, or died before the program's
+ * last 64 cl_die() calls).  Any process of the program may call it; the
+ * words live in memory every process of the program shares.
+ */
+bool cl_last_words(pid_t pid, int *code, char *buf, size_t cap);
 
 #define CL_DIE(code, ...) cl_die(code, __VA_ARGS__)
 
@@ -198,6 +212,13 @@ void barrier_release(struct barrier *b, const pid_t *pids, const char *const *na
 /* A wait status in words, e.g. "exit 13 (wrong completion status)".
  * Returns a static buffer, overwritten by the next call. */
 const char *wait_status_str(int st);
+/* The same for client @pid, with its last words if it left any (they are
+ * consumed), e.g. 'exit 18 (no progress (timeout)): "c03 A1: 12 of 40
+ * sends done, nothing for 30000 ms"'.  A static buffer, as above. */
+const char *client_status_str(pid_t pid, int st);
+
+/* Room for the statuses of CL_MAX_CLIENTS clients with their words. */
+#define CL_STATUS_MSG_MAX 3072
 
 /* Most clients one call below takes. */
 #define CL_MAX_CLIENTS 16
@@ -206,8 +227,8 @@ const char *wait_status_str(int st);
  * reap_clients - reap the @n clients @pids (named @names), bounded by
  * @timeout_ms overall (h_wait_children: those still running then are
  * killed and the test fails).  @msg (@cap bytes) gets every client that
- * did not exit 0, with its status (the first to fail is often not the
- * first in the list).  Returns true if all exited 0.
+ * did not exit 0, with its status and last words (client_status_str; the
+ * first to fail is often not the first in the list).  Returns true if all exited 0.
  * expect_clients_ok - reap_clients(), failing the test unless all exited 0.
  * fail_clients - SIGKILL the clients (entries of @pids that are 0 or less
  * are skipped), reap them, and fail the test with "@why: <statuses>".
@@ -218,6 +239,35 @@ void expect_clients_ok(const pid_t *pids, const char *const *names, unsigned n,
 		       int timeout_ms);
 void fail_clients(const pid_t *pids, const char *const *names, unsigned n, const char *why)
 	__attribute__((noreturn));
+
+/* ---- bounding the lack of progress ---- */
+
+/*
+ * A busy machine stretches total times without bound, so a wait is bound
+ * by how long nothing moved, and a speed requirement by the signature of
+ * the slow path (here: how many gaps between steps reach gap_ms) instead
+ * of a total time.  @count is any measure of work done that only grows
+ * (completions, bytes, states passed).  Either side may use it; it never
+ * aborts.
+ *
+ * progress_start - begin at @count now; gaps of at least @gap_ms (0: none)
+ * are counted in gaps.
+ * progress_note - note the current @count; returns the milliseconds since
+ * it last changed (0 when it just did).
+ * progress_excuse - the gap running now is on purpose (a peer told to
+ * stop): restart its clock without counting it.
+ */
+struct progress {
+	uint64_t count;		/* the last value noted */
+	int64_t at;		/* h_now_ms() when it last changed */
+	int gap_ms;
+	unsigned gaps;		/* changes that came after a gap >= gap_ms */
+	int64_t longest;	/* the longest gap that ended, ms */
+};
+
+void progress_start(struct progress *p, uint64_t count, int gap_ms);
+int64_t progress_note(struct progress *p, uint64_t count);
+void progress_excuse(struct progress *p);
 
 /* ---- completions ---- */
 
