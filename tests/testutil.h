@@ -16,6 +16,27 @@
  * h_fail().  The rest (rng_*, msg_*, addr_eq, cl_exit_name,
  * wait_status_str) only compute and may be called from either side.
  * Times are milliseconds.
+ *
+ * How the tests bound their waits.  The machine that runs them is shared
+ * and busy (other suites, builds, fuzzers): a wall-clock bound on a total
+ * time fails there for no fault of the daemon, so
+ *  - a wait for ONE event or state (a socket, a counter reaching a value,
+ *    a completion) has a generous bound, and its message names what was
+ *    awaited and what was seen instead;
+ *  - work of many steps is bound by its lack of progress (struct progress
+ *    below; CL_STALL_MS in a client), never by its total time;
+ *  - where a test's point is speed, it asserts the signature of the slow
+ *    path rather than a total: the gaps a crawl leaves between steps
+ *    (test_pressure c03), the work another party gets through while one
+ *    starves (test_rndv writes_not_starved_by_sends), the CPU time a spin
+ *    burns (test_lifecycle daemon_gone_is_reported), or a comparison with
+ *    a baseline taken beside it under the same load (test_integration
+ *    doorbell_hammer_does_not_starve); the figures are printed either way;
+ *  - a client that gives up says why: cl_die()'s message comes back to the
+ *    test process (cl_last_words) and into its failure message
+ *    (client_status_str, reap_clients).
+ * Check's own per-test limits (h_tcase, CK_DEFAULT_TIMEOUT) are backstops
+ * against a hang, far above any of these bounds.
  */
 #ifndef SL_TEST_TESTUTIL_H
 #define SL_TEST_TESTUTIL_H
