@@ -1067,9 +1067,9 @@ START_TEST(rndv_receiver_killed)
 
 		if (t->mode == K_FINAL) {
 			st = t_reap(pids[P_B1], 20000);
-			pids[P_B1] = 0;
 			H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "last B1: %s",
-				 wait_status_str(st));
+				 client_status_str(pids[P_B1], st));
+			pids[P_B1] = 0;
 			(void)wait_stat(&nodes[1], "daemon.queues", q_base, 2000);
 			notice_ms = 0;
 			atomic_store(&sh->a1_stop, 1);
@@ -1119,7 +1119,7 @@ START_TEST(rndv_receiver_killed)
 		t_send(k_cmd.fd[1], 'I');
 		st = t_reap(keeper, 5000);
 		H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper of B1 gen %u: %s", g,
-			 wait_status_str(st));
+			 client_status_str(keeper, st));
 		k_check_trial(sh, t, &fig, sh->a1_next);
 		if (t->mode != K_FINAL) {
 			H_ASSERT(notice_ms <= NOTICE_MS, "gen %u: daemon B took %lld ms to drop the "
@@ -1425,7 +1425,8 @@ START_TEST(eager_unexpected_receiver_killed)
 		H_ASSERT(e.user_ctx == base + 500 && e.status == SL_OK, "send to B1': ctx %llu %s",
 			 (unsigned long long)e.user_ctx, sl_strerror(e.status));
 		st = t_reap(pid, 10000);
-		H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "B1': %s", wait_status_str(st));
+		H_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "B1': %s",
+			 client_status_str(pid, st));
 		chan_close(&evt);
 		expect_no_cqe(q, 1);
 	}

@@ -699,8 +699,10 @@ START_TEST(peer_timeout_kill)
 
 	atomic_store(&pp->stop, 1);
 	h_wait_children(pids, 2, 20000, st);
-	H_ASSERT(WIFEXITED(st[0]) && WEXITSTATUS(st[0]) == 0, "echo: %s", wait_status_str(st[0]));
-	H_ASSERT(WIFEXITED(st[1]) && WEXITSTATUS(st[1]) == 0, "ping: %s", wait_status_str(st[1]));
+	H_ASSERT(WIFEXITED(st[0]) && WEXITSTATUS(st[0]) == 0, "echo: %s",
+		 client_status_str(pids[0], st[0]));
+	H_ASSERT(WIFEXITED(st[1]) && WEXITSTATUS(st[1]) == 0, "ping: %s",
+		 client_status_str(pids[1], st[1]));
 	printf("peer_timeout_kill: %u operations on B failed SL_ERR_PEER_DOWN, each once, %lld to "
 	       "%lld ms after the kill (peer_timeout_ms %d); new ones failed within %lld ms; "
 	       "A2<->C1: %llu round trips, slowest %llu ms\n", PT_EAGER + PT_RNDV + 1,
@@ -977,9 +979,12 @@ static void c08_outage(const char *label, bool cache_off)
 	}
 	atomic_store(&pp->stop, 1);
 	h_wait_children(pids, 3, 30000, st);
-	H_ASSERT(WIFEXITED(st[0]) && WEXITSTATUS(st[0]) == 0, "B1: %s", wait_status_str(st[0]));
-	H_ASSERT(WIFEXITED(st[1]) && WEXITSTATUS(st[1]) == 0, "echo: %s", wait_status_str(st[1]));
-	H_ASSERT(WIFEXITED(st[2]) && WEXITSTATUS(st[2]) == 0, "ping: %s", wait_status_str(st[2]));
+	H_ASSERT(WIFEXITED(st[0]) && WEXITSTATUS(st[0]) == 0, "B1: %s",
+		 client_status_str(pids[0], st[0]));
+	H_ASSERT(WIFEXITED(st[1]) && WEXITSTATUS(st[1]) == 0, "echo: %s",
+		 client_status_str(pids[1], st[1]));
+	H_ASSERT(WIFEXITED(st[2]) && WEXITSTATUS(st[2]) == 0, "ping: %s",
+		 client_status_str(pids[2], st[2]));
 	H_EQ(atomic_load(&sh->received), C8_MSGS);
 	expect_link_idle(&nodes[0], "B", &fa);
 	expect_link_idle(&nodes[1], "A", &fb);
