@@ -220,7 +220,10 @@ static int64_t wait_baseline(const struct h_daemon *d, int fds, int maps, int ms
 #define FINAL_MSGS 8u		/* to the last B1, which is not killed */
 /* Bounds (milliseconds). */
 #define KILL_DRAIN_MS 2000	/* outstanding sends complete after the kill */
-#define PROBE_MS 100		/* a later send fails this fast */
+/* A later send fails this fast: a wrong path waits for a timer of the
+ * link (ack_timeout_ms, 2 s), a busy machine delays one completion by far
+ * less (100 ms left it little room). */
+#define PROBE_MS 1000
 #define NOTICE_MS 1000		/* daemon B tears B1's queue down */
 /*
  * A2/B2's worst round trip.  A ping is one eager 256-byte message each
@@ -229,11 +232,12 @@ static int64_t wait_baseline(const struct h_daemon *d, int fds, int maps, int ms
  * processes (two daemons, A1, B1, A2, B2, the test process polling stats,
  * the keeper).  Measured on this 2-core VM: mean 0.5-0.8 ms, worst 9-17 ms
  * (the same under ASan, and with a second instance of this test running
- * beside it).  200 ms leaves ten times that for a loaded machine, and a
- * ping held up behind a dead client's rendezvous (an ack timeout is 2 s)
- * or a stalled link still breaks it.
+ * beside it); on a machine loaded by other suites, round trips of 100 ms
+ * and more (test_pressure c05).  A ping held up behind a dead client's
+ * rendezvous waits for an ack timeout (2 s) or a stalled link: half that
+ * still catches it and leaves room for a busy machine.
  */
-#define RTT_BOUND_MS 200
+#define RTT_BOUND_MS 1000
 /*
  * Daemon B's RSS after the trials, beside its level before them (the same
  * queues open: B2's).  Everything a dead B1 held must be gone: its segment
