@@ -213,18 +213,18 @@ static unsigned receiver_reap(struct receiver *r, bool repost)
 }
 
 /* A wait that fails only when nothing moves for RS_QUIET_MS. */
-struct progress {
+struct rs_wait {
 	int64_t at;
 	const char *what;
 };
 
-static void progress_start(struct progress *pg, const char *what)
+static void rs_wait_start(struct rs_wait *pg, const char *what)
 {
 	pg->at = h_now_ms();
 	pg->what = what;
 }
 
-static void progress_note(struct progress *pg, unsigned moved)
+static void rs_wait_note(struct rs_wait *pg, unsigned moved)
 {
 	if (moved) {
 		pg->at = h_now_ms();
@@ -239,13 +239,13 @@ static void progress_note(struct progress *pg, unsigned moved)
  * fill the window again, so that 64 are in flight. */
 static void stream(struct sender *s, struct receiver *r, uint32_t target)
 {
-	struct progress pg;
+	struct rs_wait pg;
 
-	progress_start(&pg, "stream");
+	rs_wait_start(&pg, "stream");
 	while (s->completions < target) {
 		while (s->outstanding < RS_INFLIGHT && s->next_old < RS_STREAM)
 			sender_post(s, s->next_old++);
-		progress_note(&pg, sender_reap(s) + receiver_reap(r, true));
+		rs_wait_note(&pg, sender_reap(s) + receiver_reap(r, true));
 	}
 	while (s->outstanding < RS_INFLIGHT && s->next_old < RS_STREAM)
 		sender_post(s, s->next_old++);
@@ -288,17 +288,17 @@ static uint64_t link_stat(const struct h_daemon *d, const char *peer, const char
  * [@lo_new, @hi) that completed SL_OK (a failed one never arrives). */
 static void finish(struct sender *s, struct receiver *r, uint32_t lo_new, uint32_t hi)
 {
-	struct progress pg;
+	struct rs_wait pg;
 	uint32_t i, missing;
 
-	progress_start(&pg, "after the restart");
+	rs_wait_start(&pg, "after the restart");
 	for (;;) {
 		missing = s->outstanding;
 		for (i = lo_new; i < hi; i++)
 			missing += !r->got[i] && (!s->done[i] || s->status[i] == SL_OK);
 		if (!missing)
 			break;
-		progress_note(&pg, sender_reap(s) + receiver_reap(r, true));
+		rs_wait_note(&pg, sender_reap(s) + receiver_reap(r, true));
 	}
 }
 
@@ -321,11 +321,11 @@ struct old_fate {
 static void check_old(const struct sender *s, struct receiver *r_old, struct receiver *r_new,
 		      uint32_t from, uint32_t to, int fail_status, struct old_fate *f)
 {
-	struct progress pg;
+	struct rs_wait pg;
 	uint32_t i;
 
 	receiver_post_all(r_new, RS_TAG_OLD);
-	progress_start(&pg, "old messages at the new incarnation");
+	rs_wait_start(&pg, "old messages at the new incarnation");
 	while (h_now_ms() - pg.at < 300)
 		if (!receiver_reap(r_new, true))
 			h_sleep_ms(5);
@@ -453,14 +453,14 @@ static void scene_end(struct scene *sc)
 static void scene_restart_with_unsent(struct scene *sc)
 {
 	uint64_t backlog = scene_stat(sc, "backlog");	/* old ones not posted */
-	struct progress pg;
+	struct rs_wait pg;
 	uint32_t i;
 
 	for (i = RS_FIRST_UNSENT; i < RS_FIRST_NEW; i++)
 		sender_post(&sc->s, i);
-	progress_start(&pg, "unsent sends reaching the backlog");
+	rs_wait_start(&pg, "unsent sends reaching the backlog");
 	while (scene_stat(sc, "backlog") != backlog + RS_UNSENT)
-		progress_note(&pg, sender_reap(&sc->s));
+		rs_wait_note(&pg, sender_reap(&sc->s));
 	H_EQ(kill(sc->nodes[sc->from].pid, SIGSTOP), 0);
 	scene_restart(sc, NULL);
 	H_EQ(kill(sc->nodes[sc->from].pid, SIGCONT), 0);
@@ -638,7 +638,7 @@ START_TEST(rndv_restart)
 	struct sl_ctx *sctx, *rctx;
 	struct sl_queue *sq, *rq;
 	struct sl_cqe cqe;
-	struct progress pg;
+	struct rs_wait pg;
 	sl_addr_t dst;
 	uint8_t *sbuf, *rbuf;
 	uint32_t i, seen = 0;
@@ -656,19 +656,19 @@ START_TEST(rndv_restart)
 		msg_fill(sbuf + (size_t)i * RV_LEN, RV_LEN, nodes[DIAL].node, i,
 			 i ? RV_TAG_UNSENT : RV_TAG_REACHED);
 	H_EQ(sl_send(sq, dst, RV_TAG_REACHED, sbuf, RV_LEN, 0), 0);
-	progress_start(&pg, "the first RTS acknowledged");
+	rs_wait_start(&pg, "the first RTS acknowledged");
 	while (link_stat(&nodes[DIAL], names[ACC], "rndv_tx") != 1 ||
 	       link_stat(&nodes[DIAL], names[ACC], "unacked") != 0)
-		progress_note(&pg, 0);
+		rs_wait_note(&pg, 0);
 
 	h_daemon_kill(&nodes[ACC]);
 	sl_close(rctx);
 	wait_link_state(&nodes[DIAL], names[ACC], false, 5000);
 	for (i = 1; i <= RV_UNSENT; i++)
 		H_EQ(sl_send(sq, dst, RV_TAG_UNSENT, sbuf + (size_t)i * RV_LEN, RV_LEN, i), 0);
-	progress_start(&pg, "unsent rendezvous reaching the backlog");
+	rs_wait_start(&pg, "unsent rendezvous reaching the backlog");
 	while (link_stat(&nodes[DIAL], names[ACC], "backlog") != RV_UNSENT)
-		progress_note(&pg, 0);
+		rs_wait_note(&pg, 0);
 	H_EQ(kill(nodes[DIAL].pid, SIGSTOP), 0);
 	h_daemon_restart(&nodes[ACC], &nodes[DIAL], 1, NULL);
 	H_EQ(sl_open(nodes[ACC].sock, &rctx), 0);
