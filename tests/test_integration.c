@@ -1855,15 +1855,18 @@ static void raw_close(struct raw *r)
  * another client took 3.4 s instead of 0.03 s.
  *
  * A total time for the round trips failed on a busy machine too, so the
- * round trips run in phases, the hammer stopped (SIGSTOP) in one, ringing
- * in the next, and the fastest hammered phase is compared with the
- * fastest quiet one (a busy machine stretches some phases, not all): the
- * starvation made every hammered phase about 100 times slower; a core
- * taken by the hammer, a few times.
+ * round trips run in phases, the hammer spinning without ringing in one
+ * (it takes the same core), ringing in the next, and the median ringing
+ * phase is compared with the median spinning one (a busy machine
+ * stretches some phases, not all, and both kinds alike): the starvation
+ * makes the ringing phases 60 times slower (old code, calm moment: median
+ * 365 ms against 6 ms); fixed, 1 to 4 times, loaded or not.  Against
+ * phases with the hammer stopped, its core alone made the ringing ones
+ * 150-300 times slower on a loaded 2-core machine.
  */
 #define S_PHASES 5		/* pairs of a quiet and a hammered phase */
 #define S_PHASE_ROUNDS 1000
-#define S_RATIO_MAX 20		/* fastest hammered / fastest quiet phase */
+#define S_RATIO_MAX 20		/* median ringing / median spinning phase */
 #define S_SLACK_MS 20		/* on top, for phases too short to compare */
 
 /* @n local round trips on @q to itself; returns the milliseconds. */
@@ -1887,6 +1890,21 @@ static int64_t s_round_trips(struct sl_queue *q, sl_addr_t self, uint8_t *buf, u
 	return h_now_ms() - t0;
 }
 
+/* The median of S_PHASES times (sorts @ms). */
+static int64_t s_median(int64_t *ms)
+{
+	unsigned i, j;
+
+	for (i = 1; i < S_PHASES; i++)
+		for (j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
+			int64_t t = ms[j];
+
+			ms[j] = ms[j - 1];
+			ms[j - 1] = t;
+		}
+	return ms[S_PHASES / 2];
+}
+
 START_TEST(doorbell_hammer_does_not_starve)
 {
 	struct h_daemon node;
@@ -1895,23 +1913,24 @@ START_TEST(doorbell_hammer_does_not_starve)
 	struct raw r;
 	sl_addr_t self;
 	uint8_t *buf;
-	int64_t quiet_min = INT64_MAX, hammered_min = INT64_MAX;
-	int64_t quiet[S_PHASES], hammered[S_PHASES];
+	int64_t quiet[S_PHASES], hammered[S_PHASES], quiet_med, hammered_med;
+	volatile int *ring;	/* shared: the hammer rings (1) or only spins (0) */
 	pid_t hammer;
 	unsigned k;
 	int st;
 
 	h_daemon_start(&node, "A", 0, NULL, 0);
 	raw_open(&r, &node, 3101, 4);
+	ring = shared_alloc(sizeof(*ring));
 	hammer = h_fork();
 	if (hammer == 0) {
 		uint64_t one = 1;
 
 		for (;;)	/* until killed */
-			if (write(r.sq_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			if (__atomic_load_n(ring, __ATOMIC_RELAXED) &&
+			    write(r.sq_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 				_exit(1);
 	}
-	H_EQ(kill(hammer, SIGSTOP), 0);
 	H_EQ(sl_open(node.sock, &ctx), 0);
 	H_EQ(sl_queue_open(ctx, 3102, 8, &q), 0);
 	self = sl_queue_addr(q);
@@ -1919,29 +1938,29 @@ START_TEST(doorbell_hammer_does_not_starve)
 	H_ASSERT(buf, "sl_alloc");
 	for (k = 0; k < S_PHASES; k++) {
 		quiet[k] = s_round_trips(q, self, buf, S_PHASE_ROUNDS);
-		H_EQ(kill(hammer, SIGCONT), 0);
-		h_sleep_ms(20);		/* the hammer is going */
+		__atomic_store_n(ring, 1, __ATOMIC_RELAXED);
+		h_sleep_ms(20);		/* the hammer is ringing */
 		hammered[k] = s_round_trips(q, self, buf, S_PHASE_ROUNDS);
-		H_EQ(kill(hammer, SIGSTOP), 0);
-		if (quiet[k] < quiet_min)
-			quiet_min = quiet[k];
-		if (hammered[k] < hammered_min)
-			hammered_min = hammered[k];
+		__atomic_store_n(ring, 0, __ATOMIC_RELAXED);
 	}
-	printf("doorbell_hammer: phases of %d local round trips, ms: quiet", S_PHASE_ROUNDS);
+	printf("doorbell_hammer: phases of %d local round trips, ms: beside a spinner",
+	       S_PHASE_ROUNDS);
 	for (k = 0; k < S_PHASES; k++)
 		printf(" %lld", (long long)quiet[k]);
-	printf("; next to a doorbell hammer");
+	printf("; beside it ringing the doorbell");
 	for (k = 0; k < S_PHASES; k++)
 		printf(" %lld", (long long)hammered[k]);
-	printf("; fastest %lld against %lld, at most %d x + %d ms\n", (long long)hammered_min,
-	       (long long)quiet_min, S_RATIO_MAX, S_SLACK_MS);
-	H_ASSERT(hammered_min <= S_RATIO_MAX * quiet_min + S_SLACK_MS, "%d local round trips took "
-		 "at best %lld ms next to a client ringing its doorbell in a loop, %lld ms "
-		 "without: more than %d times slower", S_PHASE_ROUNDS, (long long)hammered_min,
-		 (long long)quiet_min, S_RATIO_MAX);
+	quiet_med = s_median(quiet);
+	hammered_med = s_median(hammered);
+	printf("; medians %lld against %lld, at most %d x + %d ms\n", (long long)hammered_med,
+	       (long long)quiet_med, S_RATIO_MAX, S_SLACK_MS);
+	H_ASSERT(hammered_med <= S_RATIO_MAX * quiet_med + S_SLACK_MS, "%d local round trips took "
+		 "%lld ms (median) next to a client ringing its doorbell in a loop, %lld ms "
+		 "with it only spinning: more than %d times slower", S_PHASE_ROUNDS,
+		 (long long)hammered_med, (long long)quiet_med, S_RATIO_MAX);
 	H_EQ(kill(hammer, SIGKILL), 0);
 	H_EQ(waitpid(hammer, &st, 0), hammer);
+	shared_free((void *)ring, sizeof(*ring));
 	H_EQ(sl_queue_close(q), 0);
 	sl_close(ctx);
 	raw_close(&r);
