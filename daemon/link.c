@@ -836,8 +836,11 @@ static bool link_can_post(const struct link *l)
 
 	if (l->state != LINK_UP || !l->conn)
 		return false;
+	/* A control frame refused once (no SQ room, or no grant for an
+	 * RTR) is driven again by the completion or the revoke that frees
+	 * what it lacks (both kick the engine), not by spinning. */
 	if (f && !is_send(f))
-		return ops->sq_space(l->conn) > 0;
+		return !f->deferred && ops->sq_space(l->conn) > 0;
 	if (!data_space(l) || ops->sq_bytes(l->conn) >= LINK_TX_BUDGET)
 		return false;
 	return (f && link_credits_left(l)) || !TAILQ_EMPTY(&l->writes);
@@ -1084,8 +1087,12 @@ static void rndv_recv_revoke(struct rndv_recv *rr)
 {
 	struct link *l = rr->l;
 
-	if (rr->grant_rkey && l->conn)
+	if (rr->grant_rkey && l->conn) {
 		l->d->xp->ops->revoke(l->conn, rr->grant_rkey);
+		/* An RTR refused for want of a grant may go now. */
+		if (l->n_backlog)
+			daemon_kick(l->d);
+	}
 	rr->grant_rkey = 0;
 }
 
