@@ -7,17 +7,27 @@
 #include <errno.h>
 #include <grp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config_host.h"
 
-/* Does group @name exist?  0, -ENOENT, or -errno. */
+/* Does group @name exist?  0, -ENOENT, or -errno.  A group with many
+ * members needs a larger buffer (ERANGE): up to 1 MiB is tried. */
 static int group_exists(const char *name)
 {
 	struct group gr, *res = NULL;
-	char buf[16384];
-	int rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
+	size_t cap;
+	int rc = ERANGE;
 
+	for (cap = 16384; rc == ERANGE && cap <= (1u << 20); cap *= 2) {
+		char *buf = malloc(cap);
+
+		if (!buf)
+			return -ENOMEM;
+		rc = getgrnam_r(name, &gr, buf, cap, &res);
+		free(buf);
+	}
 	if (rc)
 		return -rc;
 	return res ? 0 : -ENOENT;
