@@ -969,7 +969,7 @@ const char *h_stats_str(const struct h_stats *st, const char *name, char *buf, s
 
 uint64_t h_daemon_stat(const struct h_daemon *d, const char *name)
 {
-	static struct h_stats st;	/* 16 KiB: not on the stack */
+	static struct h_stats st;	/* H_STATS_MAX: not on the stack */
 
 	h_daemon_stats(d, &st);
 	return h_stats_u64(&st, name);

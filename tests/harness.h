@@ -196,7 +196,7 @@ void h_cluster_stop(struct h_daemon *ds, unsigned n);
  * h_daemon_stat / h_daemon_stat_str - a fresh snapshot and one value of
  * it: for a single value; take a snapshot to compare values.
  */
-#define H_STATS_MAX 16384
+#define H_STATS_MAX 65536	/* a 16-node mesh writes about 17 KB */
 #define H_STATS_TIMEOUT_MS 2000
 struct h_stats {
 	char daemon[H_NAME_MAX];	/* for messages */
