@@ -177,6 +177,18 @@ int rcache_status(int err, bool receiver);
 void daemon_stats_init(struct daemon *d);
 int daemon_stats_write(struct daemon *d);
 
+/* The progress engine's spin window before it blocks, microseconds
+ * (sluiced --spin-us). */
+#define DAEMON_SPIN_US_DEFAULT 50
+
+/*
+ * daemon_init - @d (zeroed) set up empty: no fds, empty lists, the default
+ * spin window and config_defaults().  sluiced's main() and the fuzz
+ * harnesses' daemon both start here, so that a field added to the daemon
+ * is set up in one place.  Returns 0 or config_defaults()'s -errno.
+ */
+int daemon_init(struct daemon *d);
+
 /* Set up the progress engine (progress.c). */
 void daemon_progress_init(struct daemon *d);
 

@@ -28,7 +28,6 @@
 #include "release.h"
 #include "session.h"
 
-#define SPIN_US_DEFAULT 50
 
 static void usage(FILE *out)
 {
@@ -51,7 +50,7 @@ static void usage(FILE *out)
 		"      --keygen FILE        write a new cluster key (32 random bytes, mode\n"
 		"                           0400) to FILE, which must not exist, and exit\n"
 		"  -h, --help               show this help\n"
-		"  -V, --version            show the version\n", SPIN_US_DEFAULT);
+		"  -V, --version            show the version\n", DAEMON_SPIN_US_DEFAULT);
 }
 
 static int add_peer(struct config *c, const char *arg)
@@ -419,15 +418,7 @@ int main(int argc, char **argv)
 	enum run_mode mode = RUN_DAEMON;
 	int rc;
 
-	d->ctl_fd = -1;
-	d->lock_fd = -1;
-	d->spin_s = SPIN_US_DEFAULT / 1e6;
-	TAILQ_INIT(&d->sessions);
-	LIST_INIT(&d->uids);
-	TAILQ_INIT(&d->queues);
-	TAILQ_INIT(&d->cq_dirty);
-	TAILQ_INIT(&d->copies);
-	rc = config_defaults(&d->cfg);
+	rc = daemon_init(d);
 	if (rc) {
 		fprintf(stderr, "sluiced: defaults: %s\n", strerror(-rc));
 		return 1;

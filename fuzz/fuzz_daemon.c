@@ -371,13 +371,8 @@ struct daemon *fuzz_daemon(bool sockets)
 	if (made)
 		return d;
 	made = true;
-	d->ctl_fd = d->lock_fd = -1;
-	TAILQ_INIT(&d->sessions);
-	TAILQ_INIT(&d->queues);
-	TAILQ_INIT(&d->cq_dirty);
-	TAILQ_INIT(&d->copies);	/* as main() does: copy.c's list */
-	if (config_defaults(&d->cfg))
-		die("config_defaults");
+	if (daemon_init(d))
+		die("daemon_init");
 	/* Quiet: every refusal of a hostile input is logged. */
 	log_set_level(getenv("FUZZ_LOG") ? LOG_LVL_DEBUG : LOG_LVL_ERR);
 	d->cfg.log_level = log_get_level();

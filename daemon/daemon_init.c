@@ -1,0 +1,20 @@
+/*
+ * daemon_init.c - a struct daemon set up empty, before its configuration
+ * is read.  See daemon_init() in daemon.h.
+ */
+#include "autoconfig.h"
+
+#include "daemon.h"
+
+int daemon_init(struct daemon *d)
+{
+	d->ctl_fd = -1;
+	d->lock_fd = -1;
+	d->spin_s = DAEMON_SPIN_US_DEFAULT / 1e6;
+	TAILQ_INIT(&d->sessions);
+	LIST_INIT(&d->uids);
+	TAILQ_INIT(&d->queues);
+	TAILQ_INIT(&d->cq_dirty);
+	TAILQ_INIT(&d->copies);
+	return config_defaults(&d->cfg);
+}
