@@ -693,33 +693,6 @@ static void refuse(int fd, const char *reply)
 /* Access                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The gid of group @name.  Returns 0, -ENOENT (no such group), or -errno. */
-static int group_gid(const char *name, gid_t *gid_p)
-{
-	long hint = sysconf(_SC_GETGR_R_SIZE_MAX);
-	size_t len = hint > 0 ? (size_t)hint : 16384;
-	struct group grp, *res;
-	char *buf;
-	int rc;
-
-	for (;;) {
-		buf = malloc(len);
-		if (!buf)
-			return -ENOMEM;
-		rc = getgrnam_r(name, &grp, buf, len, &res);
-		if (rc != ERANGE || len >= (1u << 20))
-			break;
-		free(buf);
-		len *= 2;
-	}
-	if (rc == 0 && res)
-		*gid_p = grp.gr_gid;
-	free(buf);
-	if (rc)
-		return -rc;
-	return res ? 0 : -ENOENT;
-}
-
 /* May the peer @cr of @fd use the admin socket?  Read at each connection
  * from the configuration, so a reload applies at once. */
 static bool admin_allowed(struct daemon *d, int fd, const struct ucred *cr)

@@ -5,32 +5,18 @@
 #include "autoconfig.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "config_host.h"
+#include "peer_groups.h"
 
-/* Does group @name exist?  0, -ENOENT, or -errno.  A group with many
- * members needs a larger buffer (ERANGE): up to 1 MiB is tried. */
+/* Does group @name exist?  0, -ENOENT, or -errno. */
 static int group_exists(const char *name)
 {
-	struct group gr, *res = NULL;
-	size_t cap;
-	int rc = ERANGE;
+	gid_t gid;
 
-	for (cap = 16384; rc == ERANGE && cap <= (1u << 20); cap *= 2) {
-		char *buf = malloc(cap);
-
-		if (!buf)
-			return -ENOMEM;
-		rc = getgrnam_r(name, &gr, buf, cap, &res);
-		free(buf);
-	}
-	if (rc)
-		return -rc;
-	return res ? 0 : -ENOENT;
+	return group_gid(name, &gid);
 }
 
 int config_check_host(const struct config *c, char *err, size_t errlen, char *warn,

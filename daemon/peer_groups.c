@@ -4,9 +4,11 @@
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "peer_groups.h"
@@ -89,3 +91,28 @@ bool peer_has_group(int fd, const struct ucred *cr, gid_t gid)
 	return found;
 }
 
+int group_gid(const char *name, gid_t *gid_p)
+{
+	long hint = sysconf(_SC_GETGR_R_SIZE_MAX);
+	size_t len = hint > 0 ? (size_t)hint : 16384;
+	struct group grp, *res;
+	char *buf;
+	int rc;
+
+	for (;;) {
+		buf = malloc(len);
+		if (!buf)
+			return -ENOMEM;
+		rc = getgrnam_r(name, &grp, buf, len, &res);
+		if (rc != ERANGE || len >= (1u << 20))
+			break;
+		free(buf);
+		len *= 2;
+	}
+	if (rc == 0 && res)
+		*gid_p = grp.gr_gid;
+	free(buf);
+	if (rc)
+		return -rc;
+	return res ? 0 : -ENOENT;
+}

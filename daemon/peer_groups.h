@@ -19,4 +19,11 @@
  */
 bool peer_has_group(int fd, const struct ucred *cr, gid_t gid);
 
+/*
+ * group_gid - the gid of group @name into *@gid_p.  A group with many
+ * members is read with a buffer grown up to 1 MiB (ERANGE).  Returns 0,
+ * -ENOENT (no such group), -ENOMEM, or getgrnam_r()'s -errno.
+ */
+int group_gid(const char *name, gid_t *gid_p);
+
 #endif

@@ -68,16 +68,15 @@ static int resolve_owner(const char *value, bool *is_group, uint32_t *id, const 
 		return 0;
 	}
 	if (!strncmp(value, "group:", 6)) {
-		struct group gr, *res = NULL;
+		gid_t gid;
 
 		name = value + 6;
-		rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-		if (rc || !res) {
+		if (group_gid(name, &gid)) {
 			*why = "no such group";
 			return -EINVAL;
 		}
 		*is_group = true;
-		*id = gr.gr_gid;
+		*id = gid;
 		return 0;
 	}
 	*why = "owner must be user:NAME, group:NAME, uid:N or gid:N";

@@ -22,6 +22,7 @@
 #include "fd_reserve.h"
 #include "log.h"
 #include "queue.h"
+#include "peer_groups.h"
 #include "session.h"
 
 static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
@@ -312,22 +313,18 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
  * members may then connect.  Returns 0 or -errno (logged). */
 static int socket_group(const char *path, const char *group)
 {
-	struct group gr, *res = NULL;
-	char buf[16384];
+	gid_t gid;
 	int rc;
 
 	if (!group[0])
 		return 0;
-	rc = getgrnam_r(group, &gr, buf, sizeof(buf), &res);
+	rc = group_gid(group, &gid);
 	if (rc) {
-		log_err("[daemon] client_group %s: %s", group, strerror(rc));
-		return -rc;
+		log_err("[daemon] client_group %s: %s", group,
+			rc == -ENOENT ? "no such group" : strerror(-rc));
+		return rc;
 	}
-	if (!res) {
-		log_err("[daemon] client_group %s: no such group", group);
-		return -ENOENT;
-	}
-	if (chown(path, (uid_t)-1, gr.gr_gid) < 0) {
+	if (chown(path, (uid_t)-1, gid) < 0) {
 		rc = -errno;
 		log_err("%s: chgrp %s: %m", path, group);
 		return rc;
