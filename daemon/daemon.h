@@ -53,6 +53,12 @@ struct daemon_counters {
 	 * post and stayed awake: a wake-up that some event failed to give
 	 * (daemon_kick).  0 unless there is a bug; tests assert it. */
 	uint64_t lost_wakeups;
+	/* Loop iterations in which ready descriptors kept the idle watcher
+	 * out and the starvation guard ran the passes (progress.c), and the
+	 * longest run of iterations with the engine running but no pass at
+	 * all: 0 while the guard works, however hard a client rings. */
+	uint64_t guard_passes;
+	uint64_t passless_iterations_max;
 	/* Connections to the control or admin socket refused with a reason
 	 * because the daemon was out of descriptors (fd_reserve.h). */
 	uint64_t fd_refused;

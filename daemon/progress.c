@@ -204,9 +204,13 @@ static void starvation_cb(struct ev_loop *loop, ev_check *w, int revents)
 		d->starved = 0;
 		return;
 	}
-	if (++d->starved < STARVED_ITERATIONS)
+	if (++d->starved < STARVED_ITERATIONS) {
+		if (d->starved > d->ctr.passless_iterations_max)
+			d->ctr.passless_iterations_max = d->starved;
 		return;
+	}
 	d->starved = 0;
+	d->ctr.guard_passes++;
 	if (run_passes(d))
 		d->last_work = ev_time();
 	else

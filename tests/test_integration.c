@@ -1854,20 +1854,20 @@ static void raw_close(struct raw *r)
  * which libev runs only when no fd is ready: 20,000 local round trips of
  * another client took 3.4 s instead of 0.03 s.
  *
- * A total time for the round trips failed on a busy machine too, so the
- * round trips run in phases, the hammer spinning without ringing in one
- * (it takes the same core), ringing in the next, and the median ringing
- * phase is compared with the median spinning one (a busy machine
- * stretches some phases, not all, and both kinds alike): the starvation
- * makes the ringing phases 60 times slower (old code, calm moment: median
- * 365 ms against 6 ms); fixed, 1 to 4 times, loaded or not.  Against
- * phases with the hammer stopped, its core alone made the ringing ones
- * 150-300 times slower on a loaded 2-core machine.
+ * Times cannot show it on a busy machine: with more busy processes than
+ * cores a phase of 1,000 round trips took 5 ms or 3 s depending on whether
+ * it fitted in one time slice, beside a spinning hammer as beside a ringing
+ * one (medians 2.7 s against 1.7 s, and 816 ms against 6 ms in another
+ * run), so this asserts the mechanism through the daemon's counters: while
+ * the hammer rings, the starvation guard runs the passes (guard_passes
+ * grows) and no loop iteration goes by without a pass
+ * (passless_iterations_max stays 0; with the guard held back for 1,000
+ * iterations it is 999).  Every round trip must complete; the phases'
+ * times are printed, not judged (scripts/fairness measures latency under
+ * load).
  */
-#define S_PHASES 5		/* pairs of a quiet and a hammered phase */
+#define S_PHASES 3		/* pairs of a quiet and a hammered phase */
 #define S_PHASE_ROUNDS 1000
-#define S_RATIO_MAX 20		/* median ringing / median spinning phase */
-#define S_SLACK_MS 20		/* on top, for phases too short to compare */
 
 /* @n local round trips on @q to itself; returns the milliseconds. */
 static int64_t s_round_trips(struct sl_queue *q, sl_addr_t self, uint8_t *buf, unsigned n)
@@ -1890,21 +1890,6 @@ static int64_t s_round_trips(struct sl_queue *q, sl_addr_t self, uint8_t *buf, u
 	return h_now_ms() - t0;
 }
 
-/* The median of S_PHASES times (sorts @ms). */
-static int64_t s_median(int64_t *ms)
-{
-	unsigned i, j;
-
-	for (i = 1; i < S_PHASES; i++)
-		for (j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
-			int64_t t = ms[j];
-
-			ms[j] = ms[j - 1];
-			ms[j - 1] = t;
-		}
-	return ms[S_PHASES / 2];
-}
-
 START_TEST(doorbell_hammer_does_not_starve)
 {
 	struct h_daemon node;
@@ -1913,7 +1898,8 @@ START_TEST(doorbell_hammer_does_not_starve)
 	struct raw r;
 	sl_addr_t self;
 	uint8_t *buf;
-	int64_t quiet[S_PHASES], hammered[S_PHASES], quiet_med, hammered_med;
+	int64_t quiet[S_PHASES], hammered[S_PHASES];
+	uint64_t guard_quiet = 0, guard_hammered = 0, before;
 	volatile int *ring;	/* shared: the hammer rings (1) or only spins (0) */
 	pid_t hammer;
 	unsigned k;
@@ -1937,10 +1923,14 @@ START_TEST(doorbell_hammer_does_not_starve)
 	buf = sl_alloc(q, 64);
 	H_ASSERT(buf, "sl_alloc");
 	for (k = 0; k < S_PHASES; k++) {
+		before = h_daemon_stat(&node, "daemon.guard_passes");
 		quiet[k] = s_round_trips(q, self, buf, S_PHASE_ROUNDS);
+		guard_quiet += h_daemon_stat(&node, "daemon.guard_passes") - before;
 		__atomic_store_n(ring, 1, __ATOMIC_RELAXED);
 		h_sleep_ms(20);		/* the hammer is ringing */
+		before = h_daemon_stat(&node, "daemon.guard_passes");
 		hammered[k] = s_round_trips(q, self, buf, S_PHASE_ROUNDS);
+		guard_hammered += h_daemon_stat(&node, "daemon.guard_passes") - before;
 		__atomic_store_n(ring, 0, __ATOMIC_RELAXED);
 	}
 	printf("doorbell_hammer: phases of %d local round trips, ms: beside a spinner",
@@ -1950,14 +1940,12 @@ START_TEST(doorbell_hammer_does_not_starve)
 	printf("; beside it ringing the doorbell");
 	for (k = 0; k < S_PHASES; k++)
 		printf(" %lld", (long long)hammered[k]);
-	quiet_med = s_median(quiet);
-	hammered_med = s_median(hammered);
-	printf("; medians %lld against %lld, at most %d x + %d ms\n", (long long)hammered_med,
-	       (long long)quiet_med, S_RATIO_MAX, S_SLACK_MS);
-	H_ASSERT(hammered_med <= S_RATIO_MAX * quiet_med + S_SLACK_MS, "%d local round trips took "
-		 "%lld ms (median) next to a client ringing its doorbell in a loop, %lld ms "
-		 "with it only spinning: more than %d times slower", S_PHASE_ROUNDS,
-		 (long long)hammered_med, (long long)quiet_med, S_RATIO_MAX);
+	printf("; guard passes %llu spinning, %llu ringing\n", (unsigned long long)guard_quiet,
+	       (unsigned long long)guard_hammered);
+	H_ASSERT(guard_hammered > 0, "the starvation guard never ran while a client rang its "
+		 "doorbell in a loop for %d round trips: the hammer did not keep the idle "
+		 "watcher out, so this test tested nothing", S_PHASES * S_PHASE_ROUNDS);
+	H_EQ(h_daemon_stat(&node, "daemon.passless_iterations_max"), 0);
 	H_EQ(kill(hammer, SIGKILL), 0);
 	H_EQ(waitpid(hammer, &st, 0), hammer);
 	shared_free((void *)ring, sizeof(*ring));
@@ -2930,6 +2918,11 @@ static Suite *integration_suite(void)
 	tcase_add_test(tc, crossing_rendezvous);
 	tcase_add_test(tc, queue_close_cancels);
 	tcase_add_test(tc, unexpected_bound);
+	suite_add_tcase(s, tc);
+	/* Its own case so that it can be run alone (CK_RUN_CASE=starvation),
+	 * beside a CPU hog for instance. */
+	tc = tcase_create("starvation");
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, doorbell_hammer_does_not_starve);
 	suite_add_tcase(s, tc);
 	return s;
