@@ -61,6 +61,8 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, unexpected, "unexpected_total"),
 	U64(struct daemon_counters, naks_receiver_full, "naks_receiver_full"),
 	U64(struct daemon_counters, lost_wakeups, "lost_wakeups"),
+	U64(struct daemon_counters, sleeps, "sleeps"),
+	U64(struct daemon_counters, wakeups_tx, "wakeups_tx"),
 	U64(struct daemon_counters, guard_passes, "guard_passes"),
 	U64(struct daemon_counters, passless_iterations_max, "passless_iterations_max"),
 	U64(struct daemon_counters, fd_refused, "fd_refused"),
