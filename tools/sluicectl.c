@@ -3,6 +3,7 @@
  * socket (daemon/admin.h: one request line, one JSON reply line).
  *
  *   sluicectl [-s|--socket PATH] [-r|--runtime-dir DIR] [-j|--json]
+ *             [-f|--format FORMAT] [-o|--output FILE]
  *             [-w|--watch SECONDS] [-h|--help] [-V|--version] COMMAND
  *
  * Exit status: 0 success; 1 sluiced is not running (no socket, or the
@@ -30,6 +31,7 @@
 #include <json-c/json.h>
 
 #include "common.h"
+#include "openmetrics.h"
 
 #define ADMIN_SOCKET_NAME "sluiced-admin.sock"
 #define DEFAULT_RUNTIME_DIR "/run/sluice"
@@ -65,6 +67,12 @@ static void usage(FILE *out)
 		"                          else %s/%s)\n"
 		"  -r, --runtime-dir DIR   the daemon's runtime directory: DIR/%s\n"
 		"  -j, --json              print the daemon's JSON reply (pretty)\n"
+		"  -f, --format FORMAT     text (tables, the default), json (= --json); for\n"
+		"                          counters also openmetrics or prometheus: every\n"
+		"                          number of the daemon as metrics (docs/metrics.md)\n"
+		"  -o, --output FILE       with openmetrics or prometheus: replace FILE\n"
+		"                          atomically instead of printing (a textfile\n"
+		"                          collector's .prom file)\n"
 		"  -w, --watch SECONDS     repeat every SECONDS until interrupted\n"
 		"  -h, --help              show this help\n"
 		"  -V, --version           show the version\n\n"
@@ -755,19 +763,23 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "runtime-dir", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "watch", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *socket_opt = NULL, *rundir = NULL, *cmd, *env;
+	const char *socket_opt = NULL, *rundir = NULL, *cmd, *env, *output = NULL;
+	const char *format = NULL;
+	int metrics = -1;	/* enum metrics_format, or -1: text or json */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64];
 	double watch = 0;
 	bool json = false, tty;
 	int opt, rc;
 
 	tool_name = "sluicectl";
-	while ((opt = getopt_long(argc, argv, "s:r:jw:hV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:r:jf:o:w:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			socket_opt = optarg;
@@ -777,6 +789,12 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'w': {
 			char *end;
@@ -809,6 +827,24 @@ int main(int argc, char **argv)
 			  "'%s'", cmd);
 	if (socket_opt && rundir)
 		bad_usage("--socket and --runtime-dir both name the socket: give one");
+	if (format && !strcmp(format, "openmetrics"))
+		metrics = METRICS_OPENMETRICS;
+	else if (format && !strcmp(format, "prometheus"))
+		metrics = METRICS_PROMETHEUS;
+	else if (format && strcmp(format, "text") && strcmp(format, "json"))
+		bad_usage("--format: text, json, openmetrics or prometheus, not '%s'", format);
+	if (format && json && strcmp(format, "json"))
+		bad_usage("--json and --format %s: give one", format);
+	json = json || (format && !strcmp(format, "json"));
+	if (metrics >= 0 && strcmp(cmd, "counters"))
+		bad_usage("--format %s goes with the counters command", format);
+	if (metrics >= 0 && watch > 0)
+		bad_usage("--format %s and --watch: a scraper or a timer asks at its own "
+			  "interval (docs/metrics.md)", format);
+	if (output && metrics < 0)
+		bad_usage("--output goes with --format openmetrics or prometheus");
+	if (output && !*output)
+		bad_usage("--output: an empty file name");
 	if (socket_opt)
 		rc = snprintf(path, sizeof(path), "%s", socket_opt);
 	else if (rundir)
@@ -821,6 +857,10 @@ int main(int argc, char **argv)
 	if (rc < 0 || (size_t)rc >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		bad_usage("socket path too long for a UNIX socket");
 
+	if (metrics >= 0) {
+		rc = metrics_export(path, (enum metrics_format)metrics, output, query);
+		return rc < 0 ? EXIT_ERROR : rc;
+	}
 	if (watch > 0) {
 		struct sigaction sa = { .sa_handler = on_signal };
 
