@@ -73,6 +73,16 @@ static const struct om_family families[] = {
 	GMS("loop", "stall_max_ms", "loop_stall_max_seconds", "Longest of those stalls."),
 	GMS("loop", "watchdog_gap_max_ms", "loop_watchdog_gap_max_seconds",
 	    "Longest gap between two systemd watchdog notifications."),
+	/* status.memory (mem_usage.h), when the daemon reports it */
+	GB("memory", "rss_bytes", "memory_rss_bytes", "Resident set size of sluiced."),
+	GB("memory", "arena_bytes", "memory_arena_bytes", "Bytes of the arenas of every queue."),
+	GB("memory", "mapped_bytes", "memory_mapped_bytes",
+	   "Bytes of the queue segments mapped (header, rings, arena), shared with clients."),
+	SKIP("memory", "unexpected_bytes"),	/* = daemon.unexpected_bytes */
+	GB("memory", "link_buffer_bytes", "memory_link_buffer_bytes",
+	   "Bytes in the transport connections' send and receive buffers, every link."),
+	GB("memory", "retransmit_bytes", "memory_retransmit_bytes",
+	   "Payload bytes of the frames kept for retransmission, every link."),
 	/* counters.daemon */
 	C("daemon", "sqes", "daemon_sqes", "Descriptors taken from clients' submission rings."),
 	C("daemon", "cqes", "daemon_cqes", "Completions written to clients' completion rings."),
@@ -243,6 +253,14 @@ static const struct om_family families[] = {
 	    "Longest gap between frames sent while up."),
 	GMS("link", "rx_gap_max_ms", "link_rx_gap_max_seconds",
 	    "Longest gap between frames heard while up."),
+	C("link", "msgs_tx", "link_msgs_tx", "Messages sent to the peer that it took."),
+	CB("link", "bytes_tx", "link_tx_bytes", "Payload bytes of those messages."),
+	C("link", "msgs_rx", "link_msgs_rx", "Messages from the peer delivered here."),
+	CB("link", "bytes_rx", "link_rx_bytes", "Payload bytes of those messages."),
+	GMS("link", "state_for_ms", "link_state_for_seconds",
+	    "Seconds since the link last came up or went down."),
+	GMS("link", "heard_ago_ms", "link_heard_ago_seconds",
+	    "Seconds since the last frame from the peer."),
 	/* queues[]: labels queue, port, pid, uid */
 	G("queue", "sq_used", "queue_sq_used", "Descriptors in the submission ring now."),
 	G("queue", "sq_depth", "queue_sq_depth", "Submission ring capacity."),
@@ -256,6 +274,12 @@ static const struct om_family families[] = {
 	   "Bytes of the unexpected messages held now."),
 	C("queue", "sqes", "queue_sqes", "Descriptors taken from the queue's submission ring."),
 	C("queue", "cqes", "queue_cqes", "Completions written to the queue's completion ring."),
+	C("queue", "msgs_tx", "queue_msgs_tx", "Sends of the queue completed SL_OK."),
+	CB("queue", "bytes_tx", "queue_tx_bytes", "Bytes of those sends."),
+	C("queue", "msgs_rx", "queue_msgs_rx", "Receives of the queue completed SL_OK."),
+	CB("queue", "bytes_rx", "queue_rx_bytes", "Bytes of those receives."),
+	C("queue", "naks", "queue_naks", "Sends of the queue the receiver refused (NAK)."),
+	GB("queue", "arena_bytes", "queue_arena_bytes", "Bytes of the queue's arena."),
 	/* uids[]: label uid; limits */
 	G("uid", "contexts", "uid_contexts", "Contexts (sl_open) of the user now."),
 	G("uid", "queues", "uid_queues", "Queues of the user now."),
@@ -268,6 +292,10 @@ static const struct om_family families[] = {
 	  "Descriptors a user may have in flight."),
 	/* clients[]: labels pid, uid, gid */
 	G("client", "in_flight", "client_in_flight", "Descriptors in flight of the client now."),
+	G("client", "queue_count", "client_queues", "Queues of the client now."),
+	GB("client", "arena_bytes", "client_arena_bytes", "Arena bytes of the client now."),
+	GB("client", "mapped_bytes", "client_mapped_bytes",
+	   "Bytes of the client's queue segments (header, rings, arena)."),
 };
 
 /* The families that are not fields: the document's own. */
@@ -324,6 +352,7 @@ static const char *const link_info[] = { "node_id", "address", "auth", "incarnat
 static const struct om_source sources[] = {
 	{ "status", NULL, "status", NULL, &fam_node_info, node_info },
 	{ "status", "loop", "loop", NULL, NULL, NULL },
+	{ "status", "memory", "memory", NULL, NULL, NULL },
 	{ "counters", "daemon", "daemon", NULL, NULL, NULL },
 	{ "counters", "completions", "completions", NULL, NULL, NULL },
 	{ "counters", "xport", "xport", NULL, NULL, NULL },
