@@ -69,7 +69,7 @@ static void usage(FILE *out)
 		"  -j, --json              print the daemon's JSON reply (pretty)\n"
 		"  -f, --format FORMAT     text (tables, the default), json (= --json); for\n"
 		"                          counters also openmetrics or prometheus: every\n"
-		"                          number of the daemon as metrics (docs/metrics.md)\n"
+		"                          number of the daemon as metrics (sluicectl(8))\n"
 		"  -o, --output FILE       with openmetrics or prometheus: replace FILE\n"
 		"                          atomically instead of printing (a textfile\n"
 		"                          collector's .prom file)\n"
@@ -840,7 +840,7 @@ int main(int argc, char **argv)
 		bad_usage("--format %s goes with the counters command", format);
 	if (metrics >= 0 && watch > 0)
 		bad_usage("--format %s and --watch: a scraper or a timer asks at its own "
-			  "interval (docs/metrics.md)", format);
+			  "interval (sluicectl(8), METRICS)", format);
 	if (output && metrics < 0)
 		bad_usage("--output goes with --format openmetrics or prometheus");
 	if (output && !*output)
