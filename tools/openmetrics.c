@@ -388,20 +388,21 @@ struct om_doc {
 	bool oom;
 };
 
-static bool grow(void **p, size_t *cap, size_t n, size_t size)
+/* Room for element @n of the array @p of *@cap elements of @size bytes:
+ * @p, or a larger copy (*@cap updated), or NULL with @p untouched when
+ * out of memory. */
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
 {
 	size_t c;
 	void *np;
 
 	if (n < *cap)
-		return true;
+		return p;
 	c = *cap ? *cap * 2 : 32;
-	np = realloc(*p, c * size);
-	if (!np)
-		return false;
-	*p = np;
-	*cap = c;
-	return true;
+	np = realloc(p, c * size);
+	if (np)
+		*cap = c;
+	return np;
 }
 
 static bool doc_has_family(const struct om_doc *d, const struct om_family *f)
@@ -418,20 +419,24 @@ static bool doc_has_family(const struct om_doc *d, const struct om_family *f)
 static void doc_add(struct om_doc *d, const struct om_family *f, char *labels,
 		    const char *value)
 {
-	struct om_sample *s;
+	struct om_sample *s = d->oom || !labels ? NULL :
+		grow(d->samples, &d->cap_samples, d->n_samples, sizeof(*d->samples));
+	const struct om_family **fams;
 
-	if (d->oom || !labels || !grow((void **)&d->samples, &d->cap_samples, d->n_samples,
-				       sizeof(*d->samples))) {
+	if (!s) {
 		free(labels);
 		d->oom = true;
 		return;
 	}
+	d->samples = s;
 	if (!doc_has_family(d, f)) {
-		if (!grow((void **)&d->fams, &d->cap_fams, d->n_fams, sizeof(*d->fams))) {
+		fams = grow(d->fams, &d->cap_fams, d->n_fams, sizeof(*d->fams));
+		if (!fams) {
 			free(labels);
 			d->oom = true;
 			return;
 		}
+		d->fams = fams;
 		d->fams[d->n_fams++] = f;
 	}
 	s = &d->samples[d->n_samples++];
@@ -495,7 +500,7 @@ static const struct om_family *table_family(const char *group, const char *key)
 static const struct om_family *family_of(struct om_doc *d, const char *group, const char *key)
 {
 	const struct om_family *known = table_family(group, key);
-	struct om_family *f;
+	struct om_family *f, **made;
 	char name[160], help[256];
 	size_t i;
 	char *p;
@@ -524,8 +529,10 @@ static const struct om_family *family_of(struct om_doc *d, const char *group, co
 		f->type = OM_UNKNOWN;
 		f->divisor = 1;
 	}
-	if (!f || !f->key || !f->name || !f->help ||
-	    !grow((void **)&d->made, &d->cap_made, d->n_made, sizeof(*d->made))) {
+	made = grow(d->made, &d->cap_made, d->n_made, sizeof(*d->made));
+	if (made)
+		d->made = made;
+	if (!f || !f->key || !f->name || !f->help || !made) {
 		if (f) {
 			free((char *)f->key);
 			free((char *)f->name);
