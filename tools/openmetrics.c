@@ -101,6 +101,15 @@ static const struct om_family families[] = {
 	  "Messages refused because the receiving queue held its bound of unexpected messages."),
 	C("daemon", "lost_wakeups", "daemon_lost_wakeups",
 	  "Wake-ups some event failed to give the progress engine (0 unless there is a bug)."),
+	C("daemon", "sleeps", "daemon_sleeps", "Times the progress engine went idle."),
+	C("daemon", "wakeups_tx", "daemon_wakeups_tx",
+	  "Wake-ups written to clients' event descriptors."),
+	C("daemon", "guard_passes", "daemon_guard_passes",
+	  "Loop iterations in which ready descriptors kept the engine from idling and the "
+	  "starvation guard ran its passes."),
+	G("daemon", "passless_iterations_max", "daemon_passless_iterations_max",
+	  "Longest run of loop iterations with the engine running and no pass (0 while the "
+	  "starvation guard works)."),
 	C("daemon", "fd_refused", "daemon_fd_refused",
 	  "Control or admin connections refused because the daemon was out of descriptors."),
 	C("daemon", "admin_evicted", "daemon_admin_evicted",
