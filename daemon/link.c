@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "link.h"
 #include "link_auth.h"
+#include "link_diag.h"
 #include "log.h"
 #include "queue.h"
 
@@ -2279,7 +2280,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 
 	if (!l) {
 		/* Nothing reaches a link before the handshake says whose it is. */
-		rc = link_auth_anon_recv(x->ctx, c, wf, &l);
+		rc = link_auth_anon_recv(x->ctx, c, wf, payload, &l);
 		if (rc == LINK_AUTH_NUDGE) {
 			nudge_heard(l, c);
 			return 0;
@@ -2299,7 +2300,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		/* The accepter's proof; ours and our HELLO answer it. */
 		if (l->state != LINK_HELLO)
 			return -EPROTO;
-		rc = link_auth_dial_recv(l, wf);
+		rc = link_auth_dial_recv(l, wf, payload);
 		if (rc == 0)
 			rc = post_hello(l);
 		if (rc == 0)
@@ -2314,6 +2315,10 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		if (rc == 0)
 			link_up(l);
 		return rc;
+	}
+	if (wf->type == SL_WIRE_BYE && wf->u.bye.reason && l->state == LINK_HELLO) {
+		link_diag_dial_refused(l, wf);	/* the accepter says why; closes c */
+		return -EPROTO;
 	}
 	if (l->state != LINK_UP)
 		return -EPROTO;
@@ -2356,8 +2361,8 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	case SL_WIRE_BYE:
 		/* The last frame of a stopping peer: what it acks first, then
 		 * the connection goes and, with it, what waits for the peer. */
-		if (wf->u.bye.incarnation != l->peer_incarnation)
-			return -EPROTO;
+		if (wf->u.bye.incarnation != l->peer_incarnation || wf->u.bye.reason)
+			return -EPROTO;	/* a refusal belongs to a handshake */
 		rc = process_ack(l, wf->ack);
 		if (rc < 0)
 			return rc;

@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "link.h"
 #include "link_auth.h"
+#include "link_diag.h"
 #include "log.h"
 #include "peer_auth.h"
 #include "xport/addr.h"
@@ -47,6 +48,10 @@ struct link_auth {
 	struct peer_auth_seen seen;
 	struct auth_peer *peers;
 	size_t n_peers;
+	/* This daemon's "who" (steps 1 and 2), posted from here: it must
+	 * outlive every send. */
+	uint8_t who[SL_WIRE_AUTH_WHO_MAX];
+	uint32_t who_len;
 };
 
 /*
@@ -65,6 +70,7 @@ struct auth_pending {
 	uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN];
 	struct peer_key key;		/* a copy: a reload may come meanwhile */
 	bool proven;
+	struct link_diag_who who;	/* the dialer's, for log lines */
 };
 
 static TAILQ_HEAD(, auth_pending) pending = TAILQ_HEAD_INITIALIZER(pending);
@@ -153,9 +159,7 @@ int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err,
 	return 0;
 }
 
-/* The numeric address of @name ("host:port" as xport_addr_name writes
- * it) into @buf, an IPv4-mapped IPv6 address as IPv4. */
-static void host_of(const char *name, char *buf, size_t len)
+void link_auth_host_of(const char *name, char *buf, size_t len)
 {
 	const char *colon = strrchr(name, ':');
 	size_t n = colon ? (size_t)(colon - name) : strlen(name);
@@ -183,7 +187,7 @@ static void resolve_peer(struct auth_peer *ap, const struct peer_conf *pc)
 	}
 	for (ai = res; ai && ap->n_addrs < AUTH_ADDRS_MAX; ai = ai->ai_next) {
 		xport_addr_name(ai->ai_addr, name, sizeof(name));
-		host_of(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
+		link_auth_host_of(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
 		ap->n_addrs++;
 	}
 	freeaddrinfo(res);
@@ -197,7 +201,7 @@ static bool address_ok(const struct link *l, const struct xport_conn *c)
 
 	if (!ap)
 		return false;
-	host_of(l->d->xp->ops->peer_name(c), host, sizeof(host));
+	link_auth_host_of(l->d->xp->ops->peer_name(c), host, sizeof(host));
 	for (unsigned i = 0; i < ap->n_addrs; i++)
 		if (strcmp(ap->addrs[i], host) == 0)
 			return true;
@@ -229,6 +233,8 @@ int link_auth_init(struct daemon *d)
 		return rc;
 	}
 	la->n_peers = d->cfg.n_peers;
+	rc = link_diag_who_encode(d, la->who, sizeof(la->who));
+	la->who_len = rc > 0 ? (uint32_t)rc : 0;	/* config_name_valid names fit */
 	for (size_t i = 0; i < la->n_peers; i++)
 		resolve_peer(&la->peers[i], &d->cfg.peers[i]);
 	d->auth = la;
@@ -291,11 +297,19 @@ void link_auth_destroy(struct daemon *d)
 
 /* ---- frames ---- */
 
-static int post_auth(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf)
+/* Steps 1 and 2 carry this daemon's "who" (link_diag.h). */
+static int post_auth(struct daemon *d, struct xport_conn *c, struct sl_wire_frame *wf)
 {
 	uint8_t hdr[SL_WIRE_HDR_MAX];
 	struct xport_send_wr wr = { .hdr = hdr };
-	int n = sl_wire_encode(wf, hdr, sizeof(hdr));
+	int n;
+
+	if (wf->u.auth.step != 3 && d->auth->who_len) {
+		wf->payload_len = d->auth->who_len;
+		wr.payload = d->auth->who;
+		wr.payload_len = d->auth->who_len;
+	}
+	n = sl_wire_encode(wf, hdr, sizeof(hdr));
 
 	if (n < 0)
 		return n;
@@ -333,44 +347,54 @@ static struct auth_pending *pending_find(const struct xport_conn *c)
 	return NULL;
 }
 
+/* A refusal for a configuration mistake: counted here; said (by name
+ * and address, with the fix) and told to the other side by
+ * link_diag_accept_refused() once the caller let go of the connection. */
+struct tell {
+	enum sl_wire_bye_reason reason;	/* SL_WIRE_BYE_STOPPING: nothing to tell */
+	const struct link *l;
+};
+
+static int refuse_told(struct daemon *d, enum auth_reason r, struct tell *t,
+		       enum sl_wire_bye_reason reason, const struct link *l)
+{
+	count(d, r);
+	t->reason = reason;
+	t->l = l;
+	return -EPROTO;
+}
+
 /* Step 1 on an accepted connection: check who it says it is, answer with
  * step 2. */
 static int accept_step1(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
-			const char *who)
+			const struct link_diag_who *w, struct tell *t)
 {
 	struct link_auth *la = d->auth;
 	const struct peer_key *k = NULL;
 	struct sl_wire_frame out;
 	struct auth_pending *p;
 	struct link *l = link_find(d, wf->u.auth.node_id);
-	char detail[CONFIG_NAME_MAX + CONFIG_HOST_MAX + 64];
 	int rc;
 
-	if (!l) {
-		snprintf(detail, sizeof(detail), "node %08x is not configured",
-			 wf->u.auth.node_id);
-		return refuse(d, who, AR_UNKNOWN_NODE, detail);
-	}
+	if (wf->u.auth.node_id == d->cfg.node_id)
+		return refuse_told(d, AR_UNKNOWN_NODE, t, SL_WIRE_BYE_SAME_NODE, NULL);
+	if (!l)
+		return refuse_told(d, AR_UNKNOWN_NODE, t, SL_WIRE_BYE_UNKNOWN_NODE, NULL);
 	if (l->dialer)
-		return refuse(d, who, AR_ROLE, "it claims a node that this daemon dials");
-	if (!address_ok(l, c)) {
-		snprintf(detail, sizeof(detail), "claims node %s, configured at %s", l->peer->name,
-			 l->peer->host);
-		return refuse(d, who, AR_ADDRESS, detail);
-	}
+		return refuse_told(d, AR_ROLE, t, SL_WIRE_BYE_ROLE, l);
+	if (!address_ok(l, c))
+		return refuse_told(d, AR_ADDRESS, t, SL_WIRE_BYE_ADDRESS, l);
 	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
-		return refuse(d, who, AR_MODE, mode_of(d) == SECURITY_AUTHENTICATE ?
-			      "it runs [security] mode none, this daemon authenticate" :
-			      "it runs [security] mode authenticate, this daemon none");
+		return refuse_told(d, AR_MODE, t, SL_WIRE_BYE_MODE, l);
 	if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP)
-		return refuse(d, who, AR_LIVE, "without a key a live link is never replaced");
+		return refuse_told(d, AR_LIVE, t, SL_WIRE_BYE_LIVE, l);
 	if (mode_of(d) == SECURITY_AUTHENTICATE) {
 		k = choose_key(&la->keys, wf->u.auth.key_id, wf->u.auth.key_id2);
 		if (!k)
-			return refuse(d, who, AR_KEY, "it holds neither key_file nor previous_key_file");
+			return refuse_told(d, AR_KEY, t, SL_WIRE_BYE_KEY, l);
 	}
 	if (!peer_auth_seen_add(&la->seen, wf->u.auth.nonce))
-		return refuse(d, who, AR_REPLAY, "its nonce was seen before");
+		return refuse(d, d->xp->ops->peer_name(c), AR_REPLAY, "its nonce was seen before");
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -378,6 +402,7 @@ static int accept_step1(struct daemon *d, struct xport_conn *c, const struct sl_
 	p->c = c;
 	p->l = l;
 	p->incarnation = wf->u.auth.incarnation;
+	p->who = *w;
 	memcpy(p->nonce_d, wf->u.auth.nonce, sizeof(p->nonce_d));
 	if (k)
 		p->key = *k;
@@ -420,16 +445,23 @@ static int accept_step3(struct daemon *d, struct auth_pending *p, const struct s
 }
 
 int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
-			struct link **l_p)
+			const uint8_t *payload, struct link **l_p)
 {
 	struct auth_pending *p = pending_find(c);
 	const char *who = d->xp->ops->peer_name(c);
+	struct tell t = { SL_WIRE_BYE_STOPPING, NULL };
+	struct link_diag_who w = { 0 };
 	struct link *l;
 	int rc;
 
 	if (wf->type == SL_WIRE_AUTH) {
-		if (wf->u.auth.step == 1 && !p)
-			return accept_step1(d, c, wf, who);
+		if (wf->u.auth.step == 1 && !p) {
+			link_diag_who_read(&w, wf, payload);
+			rc = accept_step1(d, c, wf, &w, &t);
+			if (t.reason != SL_WIRE_BYE_STOPPING)
+				link_diag_accept_refused(d, c, &w, t.reason, t.l);
+			return rc;
+		}
 		if (wf->u.auth.step == 3 && p) {
 			rc = accept_step3(d, p, wf, who);
 			if (rc < 0)
@@ -442,9 +474,10 @@ int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_
 		if (wf->u.hello.node_id != l->node_id ||
 		    wf->u.hello.incarnation != p->incarnation)
 			rc = refuse(d, who, AR_PROTOCOL, "its HELLO names another node or incarnation");
-		else if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP)
-			rc = refuse(d, who, AR_LIVE, "without a key a live link is never replaced");
-		else {
+		else if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP) {
+			w = p->who;
+			rc = refuse_told(d, AR_LIVE, &t, SL_WIRE_BYE_LIVE, l);
+		} else {
 			peer_of(l)->how = mode_of(d) == SECURITY_AUTHENTICATE ? "key" : "address";
 			d->ctr.auth_handshakes++;
 			*l_p = l;
@@ -461,11 +494,17 @@ int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_
 			return LINK_AUTH_NUDGE;
 		}
 		rc = refuse(d, who, AR_PROTOCOL, "HELLO before the handshake");
+	} else if (wf->type == SL_WIRE_BYE && wf->u.bye.reason && p) {
+		/* The dialer refused our step 2: it says why. */
+		link_diag_accept_told(d, c, &p->who, wf);
+		rc = -EPROTO;
 	} else {
 		rc = refuse(d, who, AR_PROTOCOL, "a frame before the handshake");
 	}
 	if (p)
 		pending_free(p);
+	if (t.reason != SL_WIRE_BYE_STOPPING)
+		link_diag_accept_refused(d, c, &w, t.reason, t.l);
 	return rc;
 }
 
@@ -524,17 +563,25 @@ int link_auth_dial_start(struct link *l)
 	return rc;
 }
 
-int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf)
+int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf, const uint8_t *payload)
 {
 	struct daemon *d = l->d;
 	struct auth_peer *ap = peer_of(l);
 	const char *who = l->peer->name;
 	const struct peer_key *k = NULL;
 	struct sl_wire_frame out;
+	struct link_diag_who w;
 	int rc;
 
-	if (!ap || !ap->sent || ap->answered || wf->u.auth.step != 2 ||
-	    wf->u.auth.node_id != l->node_id)
+	if (ap && ap->sent && !ap->answered && wf->u.auth.step == 2 &&
+	    wf->u.auth.node_id != l->node_id) {
+		/* Another daemon answers at this peer's address. */
+		count(d, AR_PROTOCOL);
+		link_diag_who_read(&w, wf, payload);
+		link_diag_wrong_node(l, &w);
+		return -EPROTO;
+	}
+	if (!ap || !ap->sent || ap->answered || wf->u.auth.step != 2)
 		return refuse(d, who, AR_PROTOCOL, "unexpected handshake step");
 	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
 		return refuse(d, who, AR_MODE, mode_of(d) == SECURITY_AUTHENTICATE ?

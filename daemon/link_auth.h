@@ -65,12 +65,15 @@ enum link_auth_verdict {
 };
 
 /*
- * link_auth_anon_recv - frame @wf on @c, an accepted connection with no
- * link yet.  Returns an enum link_auth_verdict, or -EPROTO when the
- * connection is refused (counted and logged here; the caller breaks it).
+ * link_auth_anon_recv - frame @wf, with @payload (wf->payload_len bytes:
+ * an AUTH's "who"), on @c, an accepted connection with no link yet.
+ * Returns an enum link_auth_verdict, or -EPROTO when the connection is
+ * refused (counted and logged here; the caller breaks it, unless it is
+ * closed already: a refusal for a configuration mistake is told to the
+ * dialer, link_diag.h).
  */
 int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_wire_frame *wf,
-			struct link **l_p);
+			const uint8_t *payload, struct link **l_p);
 
 /* @c, accepted, closed before it had a link (a timeout is counted). */
 void link_auth_anon_closed(struct xport_conn *c, int err);
@@ -87,9 +90,10 @@ void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t 
  * The dialer's side, on l->conn in LINK_HELLO.
  * link_auth_dial_start - post step 1 (the caller flushes).  Returns 0 or
  * -errno.
- * link_auth_dial_recv - an AUTH frame: step 2 with a good proof posts
- * step 3 and returns 0 (the caller then sends its HELLO); anything else
- * is -EPROTO (counted, logged).
+ * link_auth_dial_recv - an AUTH frame and its @payload: step 2 with a
+ * good proof posts step 3 and returns 0 (the caller then sends its
+ * HELLO); anything else is -EPROTO (counted, logged; step 2 of another
+ * node than l's is told to it and l->conn closed, link_diag.h).
  * link_auth_dial_hello_ok - may the HELLO @wf be acted on: the accepter
  * proved itself on this connection and the HELLO names the node and
  * incarnation that did?  A refusal is counted and logged.
@@ -98,9 +102,13 @@ void link_auth_stranger(struct xport *x, struct xport_conn *c, int err, uint8_t 
  * daemon of another wire version, or one that refused us, does.
  */
 int link_auth_dial_start(struct link *l);
-int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf);
+int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf, const uint8_t *payload);
 bool link_auth_dial_hello_ok(struct link *l, const struct sl_wire_frame *wf);
 void link_auth_dial_closed(struct link *l, int err);
+
+/* The numeric host of @name ("host:port" as xport_addr_name writes it)
+ * into @buf (@len bytes), an IPv4-mapped IPv6 address as IPv4. */
+void link_auth_host_of(const char *name, char *buf, size_t len);
 
 /* How @l's current connection proved itself, for sluicectl links:
  * "key", "address", or "-" while the link is not up. */

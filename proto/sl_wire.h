@@ -96,10 +96,20 @@ enum sl_wire_type {
  *   56 u64 key_id2      step 1 only (else 0)
  *   64 u8[32] nonce     steps 1 and 2 (all 0 in step 3)
  *   96 u8[32] proof     steps 2 and 3 in mode 1 (else all 0)
+ * Payload: none in step 3; in steps 1 and 2 none or the sender's "who",
+ * so that a refusal can name the node and the address to configure
+ * (docs/diagnosing-links.md).  Not covered by the proof: a receiver uses
+ * it for log lines only, and only when the name hashes to node_id.
+ *   0 u16 listen_port   the port the sender accepts links on, 0 for none
+ *   2 u8  name_len      1..SL_WIRE_AUTH_NAME_MAX
+ *   3 u8  rsvd          0
+ *   4 name_len bytes    the sender's node name, [A-Za-z0-9._-], no NUL
  */
 #define SL_WIRE_AUTH_LEN 128u
 #define SL_WIRE_AUTH_NONCE_LEN 32u
 #define SL_WIRE_AUTH_PROOF_LEN 32u
+#define SL_WIRE_AUTH_NAME_MAX 63u
+#define SL_WIRE_AUTH_WHO_MAX (4u + SL_WIRE_AUTH_NAME_MAX)
 
 /*
  * HELLO (type header 40 bytes, no payload): first frame each way on a new
@@ -229,11 +239,31 @@ enum sl_wire_type {
  * receiver fails what still waits on the sender with SL_ERR_PEER_DOWN at
  * once, instead of after peer_timeout_ms, and new operations naming it
  * until it is back (a HELLO).
+ * In version 3 a BYE with a reason other than 0 is a refusal instead: a
+ * side that refuses a handshake for a configuration mistake says which
+ * (enum sl_wire_bye_reason) before it closes the connection, in place of
+ * its next handshake step; the other side only logs it (the sender has
+ * proven nothing).
  *   32 u64 incarnation  the sender's, as in its HELLO (not 0)
- *   40 u32 reason       0 (stopping) in version 2
- *   44 u32 rsvd         0
+ *   40 u32 reason       enum sl_wire_bye_reason; 0 (stopping) in version 2
+ *   44 u32 node_id      reason 0: 0; else the sender's node id
  */
 #define SL_WIRE_BYE_LEN 48u
+
+enum sl_wire_bye_reason {
+	SL_WIRE_BYE_STOPPING = 0,	/* the sender stops (after its drain) */
+	/* Refusals of an accepter, answering step 1 or 3: */
+	SL_WIRE_BYE_UNKNOWN_NODE = 1,	/* the dialer's node is not among its peers */
+	SL_WIRE_BYE_ADDRESS = 2,	/* listed at another address than it dials from */
+	SL_WIRE_BYE_ROLE = 3,		/* the accepter dials that node itself */
+	SL_WIRE_BYE_MODE = 4,		/* another [security] mode */
+	SL_WIRE_BYE_KEY = 5,		/* no cluster key in common */
+	SL_WIRE_BYE_LIVE = 6,		/* that node is up on another connection */
+	SL_WIRE_BYE_SAME_NODE = 7,	/* the dialer claims the accepter's own node */
+	/* The dialer's, answering step 2: */
+	SL_WIRE_BYE_WRONG_NODE = 8,	/* not the node it dialed at that address */
+	SL_WIRE_BYE_REASON_MAX = SL_WIRE_BYE_WRONG_NODE,
+};
 
 struct sl_wire_frame {
 	uint8_t type;
@@ -295,6 +325,7 @@ struct sl_wire_frame {
 		struct {
 			uint64_t incarnation;
 			uint32_t reason;
+			uint32_t node_id;
 		} bye;
 		struct {
 			uint32_t node_id;
@@ -343,13 +374,16 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * SL_NODE_LOCAL or SL_NODE_ANY, whose incarnation is 0, or whose credits
  * are 0 or over SL_WIRE_CREDITS_MAX, an AUTH whose node_id is SL_NODE_LOCAL
  * or SL_NODE_ANY, whose step is not 1..3, mode not 0..1, incarnation 0,
- * key_id2 not 0 outside step 1, nonce not all 0 in step 3, or proof not
- * all 0 in step 1 or in mode 0, an RTS with msg_len 0 or over
+ * key_id2 not 0 outside step 1, nonce not all 0 in step 3, proof not
+ * all 0 in step 1 or in mode 0, or payload other than 0 or 5 to
+ * SL_WIRE_AUTH_WHO_MAX bytes (0 in step 3), an RTS with msg_len 0 or over
  * SL_WIRE_RNDV_MAX or send_id 0, an RTR with send_id 0, a status that is
  * neither 0 nor a NAK/error status, or (status 0) recv_id 0 or len over
  * SL_WIRE_RNDV_MAX, a FIN with recv_id 0 or a bad status, a WRITE with
  * has_imm not 0/1 or an imm without has_imm, a DONE with send_id 0 or a
- * status other than 0, a BYE with incarnation 0 or a reason other than 0.
+ * status other than 0, a BYE with incarnation 0, a reason over
+ * SL_WIRE_BYE_REASON_MAX, or a node_id not 0 with reason 0 (or not a
+ * node's with another reason).
  * A wrong version is refused as soon as the first byte is there (a
  * reader that sees -EPROTO with a first byte other than SL_WIRE_VERSION
  * can name the version the peer speaks).  Bytes after the frame are
@@ -367,5 +401,26 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f);
  * length; the payload starts there.
  */
 int sl_wire_decode(const void *buf, size_t len, struct sl_wire_frame *f);
+
+/*
+ * sl_wire_auth_who_encode - the payload of an AUTH step 1 or 2 (see AUTH
+ * above) for node @name listening on @listen_port (0: none), into @buf
+ * (@cap bytes).  Returns its length (5..SL_WIRE_AUTH_WHO_MAX), or -EINVAL
+ * when @name is empty, longer than SL_WIRE_AUTH_NAME_MAX or has a byte
+ * outside [A-Za-z0-9._-], or -ENOSPC when @cap is too small.  Thread-safe.
+ *
+ * sl_wire_auth_who_decode - check the AUTH payload @p (@len bytes, as
+ * the decoder passed it) of the node whose AUTH said @node_id, and write
+ * its name, NUL-terminated, to @name (@cap >= SL_WIRE_AUTH_NAME_MAX + 1)
+ * and its port to *@listen_port.  Returns 0, or -EPROTO when @len is not
+ * 4 + name_len, name_len is 0 or over SL_WIRE_AUTH_NAME_MAX, rsvd is not
+ * 0, a byte of the name is outside [A-Za-z0-9._-], or sl_node_id(name) is
+ * not @node_id; -ENOSPC when @cap is too small.  Never reads past
+ * @p + @len.  Thread-safe.  The name comes from a peer that has proven
+ * nothing: use it in log lines only.
+ */
+int sl_wire_auth_who_encode(const char *name, uint16_t listen_port, void *buf, size_t cap);
+int sl_wire_auth_who_decode(const void *p, size_t len, uint32_t node_id, char *name, size_t cap,
+			    uint16_t *listen_port);
 
 #endif /* SL_WIRE_H */

@@ -136,7 +136,8 @@ static int frame_valid(uint8_t type, uint16_t flags, uint32_t payload_len,
 		return 0;
 	if (payload_len > SL_WIRE_PAYLOAD_MAX)
 		return 0;
-	if (payload_len != 0 && !has_payload_type(type))
+	if (payload_len != 0 && !has_payload_type(type) &&
+	    (type != SL_WIRE_AUTH || payload_len > SL_WIRE_AUTH_WHO_MAX))
 		return 0;
 	if (is_sequenced_type(type) ? seq == 0 : seq != 0)
 		return 0;
@@ -148,6 +149,8 @@ static int status_or_ok_valid(uint32_t status)
 {
 	return status == SL_OK || nak_status_valid(status);
 }
+
+static int node_id_valid(uint32_t id);
 
 /* Type-specific field rules, shared by encoder and decoder. */
 static int fields_valid(const struct sl_wire_frame *f)
@@ -173,7 +176,10 @@ static int fields_valid(const struct sl_wire_frame *f)
 	case SL_WIRE_DONE:
 		return f->u.done.send_id != 0 && f->u.done.status == SL_OK;
 	case SL_WIRE_BYE:
-		return f->u.bye.incarnation != 0 && f->u.bye.reason == 0;
+		if (f->u.bye.incarnation == 0 || f->u.bye.reason > SL_WIRE_BYE_REASON_MAX)
+			return 0;
+		return f->u.bye.reason == SL_WIRE_BYE_STOPPING ? f->u.bye.node_id == 0 :
+		       node_id_valid(f->u.bye.node_id);
 	case SL_WIRE_AUTH:
 		if (f->u.auth.step < 1 || f->u.auth.step > 3 || f->u.auth.mode > 1 ||
 		    f->u.auth.incarnation == 0)
@@ -184,6 +190,9 @@ static int fields_valid(const struct sl_wire_frame *f)
 			return 0;
 		if ((f->u.auth.step == 1 || f->u.auth.mode == 0) &&
 		    !all_zero(f->u.auth.proof, sizeof(f->u.auth.proof)))
+			return 0;
+		/* The "who" of steps 1 and 2: at least one byte of name. */
+		if (f->payload_len != 0 && (f->u.auth.step == 3 || f->payload_len < 5))
 			return 0;
 		return 1;
 	default:
@@ -280,6 +289,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 	case SL_WIRE_BYE:
 		put_u64(p + 32, f->u.bye.incarnation);
 		put_u32(p + 40, f->u.bye.reason);
+		put_u32(p + 44, f->u.bye.node_id);
 		break;
 	case SL_WIRE_AUTH:
 		put_u32(p + 32, f->u.auth.node_id);
@@ -397,10 +407,9 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		tmp.u.done.status = get_u32(p + 40);
 		break;
 	case SL_WIRE_BYE:
-		if (get_u32(p + 44) != 0)
-			return -EPROTO;
 		tmp.u.bye.incarnation = get_u64(p + 32);
 		tmp.u.bye.reason = get_u32(p + 40);
+		tmp.u.bye.node_id = get_u32(p + 44);
 		break;
 	case SL_WIRE_AUTH:
 		tmp.u.auth.node_id = get_u32(p + 32);
@@ -439,4 +448,56 @@ int sl_wire_decode(const void *buf, size_t len, struct sl_wire_frame *f)
 		return -EMSGSIZE;
 	*f = tmp;
 	return rc;
+}
+
+/* A node name's byte (config_name_valid's set). */
+static int name_byte_valid(uint8_t ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '_' || ch == '-';
+}
+
+int sl_wire_auth_who_encode(const char *name, uint16_t listen_port, void *buf, size_t cap)
+{
+	uint8_t *p = buf;
+	size_t n = strlen(name);
+
+	if (n == 0 || n > SL_WIRE_AUTH_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!name_byte_valid((uint8_t)name[i]))
+			return -EINVAL;
+	if (cap < 4 + n)
+		return -ENOSPC;
+	put_u16(p, listen_port);
+	p[2] = (uint8_t)n;
+	p[3] = 0;
+	memcpy(p + 4, name, n);
+	return (int)(4 + n);
+}
+
+int sl_wire_auth_who_decode(const void *buf, size_t len, uint32_t node_id, char *name, size_t cap,
+			    uint16_t *listen_port)
+{
+	const uint8_t *p = buf;
+	size_t n;
+
+	if (len < 5 || len > SL_WIRE_AUTH_WHO_MAX)
+		return -EPROTO;
+	n = p[2];
+	if (n + 4 != len || p[3] != 0)
+		return -EPROTO;
+	for (size_t i = 0; i < n; i++)
+		if (!name_byte_valid(p[4 + i]))
+			return -EPROTO;
+	if (cap < n + 1)
+		return -ENOSPC;
+	memcpy(name, p + 4, n);
+	name[n] = '\0';
+	if (sl_node_id(name) != node_id) {
+		name[0] = '\0';
+		return -EPROTO;
+	}
+	*listen_port = get_u16(p);
+	return 0;
 }

@@ -109,6 +109,10 @@ int raw_handshake(int fd, struct raw_auth *a, int ms)
 	rc = recv_answer(fd, &in, ms);
 	if (rc < 0)
 		return rc;
+	if (in.type == SL_WIRE_BYE && in.u.bye.reason) {
+		a->refused = in.u.bye.reason;	/* it says why, then closes */
+		return -ECONNRESET;
+	}
 	if (in.type != SL_WIRE_AUTH || in.u.auth.step != 2 || in.u.auth.node_id != a->to_node)
 		return -EPROTO;
 	if (a->key && !a->no_check &&

@@ -35,6 +35,7 @@ struct raw_auth {
 					 * daemon's proof (an attacker's way) */
 	/* out */
 	uint64_t peer_incarnation;	/* from the daemon's step 2 */
+	uint32_t refused;		/* its refusal's reason (a BYE), 0: none */
 	uint8_t step1[SL_WIRE_AUTH_LEN];	/* the frames sent, for replays */
 	uint8_t step3[SL_WIRE_AUTH_LEN];
 };
@@ -42,7 +43,8 @@ struct raw_auth {
 /*
  * raw_handshake - send step 1, read the daemon's step 2 (within @ms),
  * check its proof when there is a key, send step 3.  Returns 0,
- * -ECONNRESET when the daemon closed the connection (it refused us),
+ * -ECONNRESET when the daemon closed the connection (it refused us; when
+ * it said why first, a->refused is the reason, enum sl_wire_bye_reason),
  * -EACCES when its proof is wrong, -EPROTO for another answer,
  * -ETIMEDOUT.
  */

@@ -653,7 +653,8 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 	if (HAVE(8, 4)) {
 		uint64_t pl = get_le(p + 8, 4);
 
-		if (pl > SL_WIRE_PAYLOAD_MAX || (pl != 0 && !spec_has_payload(type)))
+		if (pl > SL_WIRE_PAYLOAD_MAX || (pl != 0 && !spec_has_payload(type) &&
+						 (type != SL_WIRE_AUTH || pl > SL_WIRE_AUTH_WHO_MAX)))
 			return 1;
 	}
 	if (HAVE(12, 4) && get_le(p + 12, 4) != 0)
@@ -741,10 +742,12 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 	case SL_WIRE_BYE:
 		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
 			return 1;	/* incarnation */
-		if (HAVE(40, 4) && get_le(p + 40, 4) != 0)
-			return 1;	/* reason */
-		if (HAVE(44, 4) && get_le(p + 44, 4) != 0)
-			return 1;
+		if (HAVE(40, 4) && get_le(p + 40, 4) > SL_WIRE_BYE_REASON_MAX)
+			return 1;	/* reason: 0 stopping, else a refusal (version 3) */
+		if (HAVE(44, 4) && (get_le(p + 40, 4) == 0 ? get_le(p + 44, 4) != 0 :
+				    get_le(p + 44, 4) == SL_NODE_LOCAL ||
+				    get_le(p + 44, 4) == SL_NODE_ANY))
+			return 1;	/* the refuser's node id */
 		break;
 	case SL_WIRE_AUTH:
 		/* Judged on the whole header: the rules tie fields together. */
@@ -770,6 +773,9 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 			if (step == 3 && !nonce0)
 				return 1;
 			if ((step == 1 || mode == 0) && !proof0)
+				return 1;
+			/* The "who" of steps 1 and 2: at least one name byte. */
+			if (get_le(p + 8, 4) != 0 && (step == 3 || get_le(p + 8, 4) < 5))
 				return 1;
 		}
 		break;
@@ -1557,6 +1563,108 @@ START_TEST(test_exact_bytes_bye)
 }
 END_TEST
 
+/* AUTH steps 1 and 2 may carry the sender's "who" (5..SL_WIRE_AUTH_WHO_MAX
+ * bytes), step 3 none; the who names a node whose id the AUTH says. */
+START_TEST(test_auth_who)
+{
+	uint8_t buf[SL_WIRE_HDR_MAX + SL_WIRE_AUTH_WHO_MAX], who[SL_WIRE_AUTH_WHO_MAX + 1];
+	char name[SL_WIRE_AUTH_NAME_MAX + 1], long_name[SL_WIRE_AUTH_NAME_MAX + 2];
+	struct sl_wire_frame f = make_frame(SL_WIRE_AUTH), out;
+	uint16_t port = 0;
+
+	for (uint16_t step = 1; step <= 3; step++) {
+		static const uint32_t lens[] = { 1, 4, 5, SL_WIRE_AUTH_WHO_MAX,
+						 SL_WIRE_AUTH_WHO_MAX + 1 };
+
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			int ok = step != 3 && lens[i] >= 5 && lens[i] <= SL_WIRE_AUTH_WHO_MAX;
+
+			f = make_frame(SL_WIRE_AUTH);
+			f.u.auth.step = step;
+			if (step != 2)
+				memset(f.u.auth.proof, 0, sizeof(f.u.auth.proof));
+			if (step == 3)
+				memset(f.u.auth.nonce, 0, sizeof(f.u.auth.nonce));
+			if (step != 1)
+				f.u.auth.key_id2 = 0;
+			f.payload_len = lens[i];
+			ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+					 ok ? (int)SL_WIRE_AUTH_LEN : -EINVAL);
+			f.payload_len = 0;
+			ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_AUTH_LEN);
+			put_le32(buf + 8, lens[i]);
+			ck_assert_int_eq(sl_wire_decode_hdr(buf, SL_WIRE_AUTH_LEN, &out),
+					 ok ? (int)SL_WIRE_AUTH_LEN : -EPROTO);
+		}
+	}
+
+	/* The payload itself: exact bytes, and every rule. */
+	ck_assert_int_eq(sl_wire_auth_who_encode("node-7.a_b", 7001, who, sizeof(who)), 14);
+	ck_assert_mem_eq(who, "\x59\x1b\x0a\x00node-7.a_b", 14);
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 14, sl_node_id("node-7.a_b"), name,
+						 sizeof(name), &port), 0);
+	ck_assert_str_eq(name, "node-7.a_b");
+	ck_assert_uint_eq(port, 7001);
+	/* Another node's id: no name. */
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 14, sl_node_id("other"), name, sizeof(name),
+						 &port), -EPROTO);
+	ck_assert_str_eq(name, "");
+	/* Lengths that do not match name_len, rsvd, a byte outside the set. */
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 13, sl_node_id("node-7.a_b"), name,
+						 sizeof(name), &port), -EPROTO);
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 4, 1, name, sizeof(name), &port), -EPROTO);
+	who[3] = 1;
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 14, sl_node_id("node-7.a_b"), name,
+						 sizeof(name), &port), -EPROTO);
+	who[3] = 0;
+	who[6] = ' ';
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 14, sl_node_id("no e-7.a_b"), name,
+						 sizeof(name), &port), -EPROTO);
+	ck_assert_int_eq(sl_wire_auth_who_decode(who, 14, 1, name, 10, &port), -EPROTO);
+	/* The encoder's rules. */
+	ck_assert_int_eq(sl_wire_auth_who_encode("", 1, who, sizeof(who)), -EINVAL);
+	ck_assert_int_eq(sl_wire_auth_who_encode("a b", 1, who, sizeof(who)), -EINVAL);
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	ck_assert_int_eq(sl_wire_auth_who_encode(long_name, 1, who, sizeof(who)), -EINVAL);
+	long_name[SL_WIRE_AUTH_NAME_MAX] = '\0';
+	ck_assert_int_eq(sl_wire_auth_who_encode(long_name, 1, who, sizeof(who)),
+			 (int)SL_WIRE_AUTH_WHO_MAX);
+	ck_assert_int_eq(sl_wire_auth_who_encode(long_name, 1, who, 10), -ENOSPC);
+}
+END_TEST
+
+/* A BYE's reason (version 3): 0 stopping with node_id 0, or a refusal
+ * naming its sender's node. */
+START_TEST(test_bye_refusal)
+{
+	uint8_t buf[SL_WIRE_HDR_MAX];
+	struct sl_wire_frame f = make_frame(SL_WIRE_BYE), out;
+
+	for (uint32_t r = 0; r <= SL_WIRE_BYE_REASON_MAX + 1; r++) {
+		f.u.bye.reason = r;
+		f.u.bye.node_id = r ? sl_node_id("b") : 0;
+		if (r > SL_WIRE_BYE_REASON_MAX) {
+			ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+			continue;
+		}
+		ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)SL_WIRE_BYE_LEN);
+		ck_assert_int_eq(sl_wire_decode(buf, SL_WIRE_BYE_LEN, &out), (int)SL_WIRE_BYE_LEN);
+		ck_assert_uint_eq(out.u.bye.reason, r);
+		ck_assert_uint_eq(out.u.bye.node_id, f.u.bye.node_id);
+	}
+	/* A refusal names a real node; a stop names none. */
+	f.u.bye.reason = SL_WIRE_BYE_UNKNOWN_NODE;
+	f.u.bye.node_id = SL_NODE_LOCAL;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.u.bye.node_id = SL_NODE_ANY;
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+	f.u.bye.reason = SL_WIRE_BYE_STOPPING;
+	f.u.bye.node_id = sl_node_id("b");
+	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_exact_bytes_hello)
 {
 	static const uint8_t want[SL_WIRE_HELLO_LEN] = {
@@ -2016,6 +2124,10 @@ START_TEST(test_bad_payload_len)
 		if (spec_has_payload(all_types[t]))
 			continue;
 		for (size_t i = 0; i < sizeof(pl) / sizeof(pl[0]); i++) {
+			/* An AUTH's "who": test_auth_who. */
+			if (all_types[t] == SL_WIRE_AUTH && pl[i] >= 5 &&
+			    pl[i] <= SL_WIRE_AUTH_WHO_MAX)
+				continue;
 			len = encode_valid(all_types[t], buf, sizeof(buf));
 			put_le32(buf + 8, pl[i]);
 			expect_eproto(buf, len);
@@ -3765,6 +3877,8 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_bad_flags);
 	tcase_add_test(tc, test_bad_rsvd);
 	tcase_add_test(tc, test_bad_payload_len);
+	tcase_add_test(tc, test_auth_who);
+	tcase_add_test(tc, test_bye_refusal);
 	tcase_add_test(tc, test_bad_seq);
 	tcase_add_test(tc, test_seq_rules);
 	tcase_add_test(tc, test_bad_nak_status);

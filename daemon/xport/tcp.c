@@ -251,6 +251,7 @@ static struct xport_conn *conn_new(struct tcp_xport *x, int fd, enum tcp_state s
 	c->sq_mask = depth - 1;
 	c->sq_depth = x->base.params.sq_depth;
 	c->rx_cap = TCP_RX_INITIAL;
+	c->rx_max = SL_WIRE_AUTH_WHO_MAX;	/* an AUTH's "who" before the link is up */
 	c->busy = 1;	/* the owner's reference, dropped at close */
 	ev_io_init(&c->rw, tcp_io_cb, fd, EV_READ);
 	ev_io_init(&c->ww, tcp_io_cb, fd, EV_WRITE);

@@ -438,6 +438,7 @@ static struct xport_conn *conn_new(struct verbs_xport *x, bool outbound)
 	c->outbound = outbound;
 	c->state = outbound ? VS_RESOLVING : VS_ACCEPTING;
 	c->busy = 1;	/* the owner's reference, dropped at the break */
+	c->rx_max = SL_WIRE_AUTH_WHO_MAX;	/* an AUTH's "who" before the link is up */
 	snprintf(c->name, sizeof(c->name), "?");
 	ev_timer_init(&c->hello_w, hello_timeout_cb, XPORT_HELLO_TIMEOUT, 0.0);
 	ev_timer_init(&c->drain_w, drain_timeout_cb, VERBS_DRAIN_TIMEOUT, 0.0);
