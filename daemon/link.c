@@ -1769,6 +1769,8 @@ static void link_timed_out(struct link *l, bool bye)
 			 l->n_rndv_tx, l->n_rndv_rx);
 	if (!bye)
 		l->peer_timeouts++;
+	if (!bye && !l->dialer && !l->connects)
+		link_diag_never_dialed(l);
 	/* After a BYE the incarnation is over: nothing to tell it later. */
 	fail_everything(l, SL_ERR_PEER_DOWN, !bye, bye);
 	engine_fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);

@@ -493,6 +493,11 @@ int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_
 			*l_p = l;
 			return LINK_AUTH_NUDGE;
 		}
+		if (!l && wf->u.hello.node_id != d->cfg.node_id) {
+			count(d, AR_UNKNOWN_NODE);
+			link_diag_nudge_unknown(d, c, wf->u.hello.node_id);
+			return -EPROTO;
+		}
 		rc = refuse(d, who, AR_PROTOCOL, "HELLO before the handshake");
 	} else if (wf->type == SL_WIRE_BYE && wf->u.bye.reason && p) {
 		/* The dialer refused our step 2: it says why. */

@@ -291,20 +291,52 @@ static void dial_why(const struct link *l, uint32_t reason, char *buf, size_t le
 void link_diag_dial_refused(struct link *l, const struct sl_wire_frame *wf)
 {
 	struct daemon *d = l->d;
-	char why[512], who[DIAG_NAME_LEN + 16], sb[80];
+	const struct link *other = link_find(d, wf->u.bye.node_id);
+	char why[512], sb[80];
 	uint64_t n;
+	bool due;
 
-	if (wf->u.bye.node_id == l->node_id)
-		snprintf(who, sizeof(who), "%s", l->peer->name);
-	else
-		snprintf(who, sizeof(who), "node %08x (not %s)", wf->u.bye.node_id, l->peer->name);
 	dial_why(l, wf->u.bye.reason, why, sizeof(why));
-	if (diag_due(wf->u.bye.node_id, wf->u.bye.reason | DIAG_TOLD, &n))
+	due = diag_due(wf->u.bye.node_id, wf->u.bye.reason | DIAG_TOLD, &n);
+
+	if (due && wf->u.bye.node_id == l->node_id)
 		log_warn("link %s (%s:%u): %s refuses this node: %s%s", l->peer->name,
-			 l->peer->host, l->peer->port, who, why, since(sb, sizeof(sb), n));
+			 l->peer->host, l->peer->port, l->peer->name, why, since(sb, sizeof(sb), n));
+	else if (due)	/* the address reaches another daemon: that is the mistake */
+		log_warn("link %s (%s:%u): this address is answered by node %s%s%08x%s, not %s, "
+			 "which refuses this node (%s): correct %s's address under [peers] in %s's "
+			 "configuration%s", l->peer->name, l->peer->host, l->peer->port,
+			 other ? other->peer->name : "", other ? " (" : "", wf->u.bye.node_id,
+			 other ? ")" : "", l->peer->name, dial_why_short(wf->u.bye.reason),
+			 l->peer->name, d->cfg.node_name, since(sb, sizeof(sb), n));
 	d->xp->ops->close(l->conn, -ECONNREFUSED);
 	snprintf(l->last_error, sizeof(l->last_error), "refused: %s",
 		 dial_why_short(wf->u.bye.reason));
+}
+
+void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t node_id)
+{
+	char host[DIAG_ADDR_LEN], sb[80];
+	uint64_t n;
+
+	if (!diag_due(node_id, SL_WIRE_BYE_UNKNOWN_NODE, &n))
+		return;
+	link_auth_host_of(d->xp->ops->peer_name(c), host, sizeof(host));
+	log_warn("link: %s refused: node %08x says it started and waits for this node to dial "
+		 "it, but it is not under [peers] of this node (%s); add \"<its name> = "
+		 "%s:<its listen port>\" under [peers] in %s's configuration, or remove %s from "
+		 "its%s", d->xp->ops->peer_name(c), node_id, d->cfg.node_name, host,
+		 d->cfg.node_name, d->cfg.node_name, since(sb, sizeof(sb), n));
+}
+
+void link_diag_never_dialed(const struct link *l)
+{
+	char addr[DIAG_ADDR_LEN];
+
+	log_warn("link %s (%s:%u): %s never dialed this node in %.0f s (the lower node id "
+		 "dials): is %s under [peers] in %s's configuration, at %s?", l->peer->name,
+		 l->peer->host, l->peer->port, l->peer->name, l->d->cfg.peer_timeout_ms / 1e3,
+		 l->d->cfg.node_name, l->peer->name, own_addr(l->d, addr, sizeof(addr)));
 }
 
 void link_diag_accept_told(struct daemon *d, struct xport_conn *c,

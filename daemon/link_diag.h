@@ -92,4 +92,19 @@ void link_diag_dial_refused(struct link *l, const struct sl_wire_frame *wf);
 void link_diag_accept_told(struct daemon *d, struct xport_conn *c,
 			   const struct link_diag_who *w, const struct sl_wire_frame *wf);
 
+/*
+ * link_diag_nudge_unknown - @c brought the HELLO with which a starting
+ * node @node_id tells a node it waits for that it is back (link.c), but
+ * @node_id is not among this daemon's peers: log it (rate-limited; the
+ * HELLO has no name, so the node is named by its id).
+ */
+void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t node_id);
+
+/*
+ * link_diag_never_dialed - @l, a link this daemon accepts, has never been
+ * up in peer_timeout_ms: say what the dialer may lack (once per down
+ * episode: the caller's peer timeout).
+ */
+void link_diag_never_dialed(const struct link *l);
+
 #endif

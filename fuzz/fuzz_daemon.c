@@ -33,7 +33,7 @@ struct xport_conn {
 	bool used;
 	bool open;		/* not closed by either side */
 	bool connecting;	/* connected() not yet delivered */
-	uint32_t rx_limit;	/* payload bytes; 0 until set: HELLO only */
+	uint32_t rx_limit;	/* payload bytes; an AUTH's "who" until set */
 	struct fake_wr *wrs;	/* posted, not yet completed, in order */
 	uint32_t n_wrs;
 	char name[32];
@@ -60,6 +60,7 @@ static struct xport_conn *conn_new(void *ctx)
 		c->x = &fake_x;
 		c->ctx = ctx;
 		c->used = c->open = true;
+		c->rx_limit = SL_WIRE_AUTH_WHO_MAX;	/* as tcp's: an AUTH's "who" */
 		snprintf(c->name, sizeof(c->name), "fake#%u", i);
 		return c;
 	}

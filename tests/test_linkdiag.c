@@ -4,7 +4,9 @@
  * fix (issue 16, "What an operator could not diagnose", second bullet;
  * docs/diagnosing-links.md lists the messages):
  *   not_listed     a lists b, b does not list a
+ *   not_listed_back b lists a, a (the dialer) does not list b
  *   wrong_daemon   a's entry for b is the address where c listens
+ *   wrong_daemon_unlisted  the same, and c does not list a
  *   same_name      two daemons are named a
  *   mode_differs   a authenticates, b runs [security] mode none
  *   key_differs    a and b hold different cluster keys
@@ -214,6 +216,30 @@ static void trio_bc(struct trio *t, const char *conf, bool b_lists_a)
 	h_wait_link(&t->c, &t->b);
 }
 
+/* a started (@a_conf) with its entry for b at @b_port, and its link b
+ * watched, refused, beside the bystander b -> c (observe). */
+static void trio_watch_a(struct trio *t, struct bystander *bys, uint16_t b_port,
+			 const char *a_conf)
+{
+	struct h_daemon b_named;
+	struct refused r = { &t->a, "b" };
+
+	bys_open(bys, &t->b, &t->c);
+	named(&b_named, "b", b_port);
+	h_daemon_start_conf(&t->a, "a", t->pa, &b_named, 1, a_conf);
+	observe(&r, 1, bys, &t->c, "b");
+}
+
+/* The bystander closed, then every daemon of @t stopped (their books
+ * checked). */
+static void trio_stop(struct trio *t, struct bystander *b)
+{
+	bys_close(b);
+	h_daemon_stop(&t->a);
+	h_daemon_stop(&t->b);
+	h_daemon_stop(&t->c);
+}
+
 /*
  * not_listed: a lists b, b does not list a.  Before: a logged "the peer
  * closed the connection before answering the handshake" and a transport
@@ -223,18 +249,12 @@ static void trio_bc(struct trio *t, const char *conf, bool b_lists_a)
 START_TEST(not_listed)
 {
 	struct trio t;
-	struct h_daemon b_named;
 	struct bystander bys;
-	struct refused r[1];
 	char needle[512];
 
 	H_ASSERT(sl_node_id("a") < sl_node_id("b"), "a must dial b");
 	trio_bc(&t, NULL, false);
-	bys_open(&bys, &t.b, &t.c);
-	named(&b_named, "b", t.pb);
-	h_daemon_start(&t.a, "a", t.pa, &b_named, 1);
-	r[0] = (struct refused){ &t.a, "b" };
-	observe(r, 1, &bys, &t.c, "b");
+	trio_watch_a(&t, &bys, t.pb, NULL);
 	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): b refuses this node: it does not "
 		 "list node a under [peers]; add \"a = 127.0.0.1:%u\" under [peers] in b's "
 		 "configuration", t.pb, t.pa);
@@ -246,10 +266,49 @@ START_TEST(not_listed)
 	expect_once(&t.b, "link: 127.0.0.1:");
 	expect_no_retry_noise(&t.a, t.pb);
 	expect_retries(&t.b, "auth_failures_unknown_node", 3, 12);
+	trio_stop(&t, &bys);
+}
+END_TEST
+
+/*
+ * not_listed_back: b lists a, but a, whose node id is lower and who
+ * would dial, does not list b.  Before: a logged "refused: protocol:
+ * HELLO before the handshake" for b's start-up nudge, b nothing but the
+ * peer timeout.
+ */
+START_TEST(not_listed_back)
+{
+	struct h_daemon a, b, c, peers[2];
+	struct bystander bys;
+	struct refused r[1];
+	uint16_t pa = h_free_port(), pb = h_free_port(), pc = h_free_port();
+	char needle[512];
+
+	H_ASSERT(sl_node_id("a") < sl_node_id("b"), "a must be the one to dial b");
+	named(&peers[0], "b", pb);
+	h_daemon_start(&c, "c", pc, peers, 1);
+	h_daemon_start(&a, "a", pa, NULL, 0);
+	named(&peers[0], "c", pc);
+	named(&peers[1], "a", pa);
+	h_daemon_start_conf(&b, "b", pb, peers, 2, "[transport]\npeer_timeout_ms = 3000\n");
+	h_wait_link(&b, &c);
+	h_wait_link(&c, &b);
+	bys_open(&bys, &b, &c);
+	r[0] = (struct refused){ &b, "a" };
+	observe(r, 1, &bys, &c, "b");
+	snprintf(needle, sizeof(needle), " refused: node %08x says it started and waits for this "
+		 "node to dial it, but it is not under [peers] of this node (a); add \"<its name> = "
+		 "127.0.0.1:<its listen port>\" under [peers] in a's configuration, or remove a "
+		 "from its", sl_node_id("b"));
+	expect_once(&a, needle);
+	snprintf(needle, sizeof(needle), "link a (127.0.0.1:%u): a never dialed this node in 3 s "
+		 "(the lower node id dials): is b under [peers] in a's configuration, at "
+		 "127.0.0.1:%u?", pa, pb);
+	expect_once(&b, needle);
 	bys_close(&bys);
-	h_daemon_stop(&t.a);
-	h_daemon_stop(&t.b);
-	h_daemon_stop(&t.c);
+	h_daemon_stop(&a);
+	h_daemon_stop(&b);
+	h_daemon_stop(&c);
 }
 END_TEST
 
@@ -295,10 +354,7 @@ START_TEST(wrong_daemon)
 	expect_once(&t.c, needle);
 	expect_no_retry_noise(&t.a, t.pc);
 	H_EQ(log_count(&t.c, "Connection reset by peer"), 0);
-	bys_close(&bys);
-	h_daemon_stop(&t.a);
-	h_daemon_stop(&t.b);
-	h_daemon_stop(&t.c);
+	trio_stop(&t, &bys);
 }
 END_TEST
 
@@ -370,27 +426,18 @@ static void security_case(const char *a_conf, const char *b_conf, const char *co
 			  const char *a_why, const char *b_needle)
 {
 	struct trio t;
-	struct h_daemon b_named;
 	struct bystander bys;
-	struct refused r[1];
 	char needle[512];
 
 	trio_bc(&t, b_conf, true);
-	bys_open(&bys, &t.b, &t.c);
-	named(&b_named, "b", t.pb);
-	h_daemon_start_conf(&t.a, "a", t.pa, &b_named, 1, a_conf);
-	r[0] = (struct refused){ &t.a, "b" };
-	observe(r, 1, &bys, &t.c, "b");
+	trio_watch_a(&t, &bys, t.pb, a_conf);
 	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): b refuses this node: %s", t.pb,
 		 a_why);
 	expect_once(&t.a, needle);
 	expect_once(&t.b, b_needle);
 	expect_no_retry_noise(&t.a, t.pb);
 	expect_retries(&t.b, counter, 3, 12);
-	bys_close(&bys);
-	h_daemon_stop(&t.a);
-	h_daemon_stop(&t.b);
-	h_daemon_stop(&t.c);
+	trio_stop(&t, &bys);
 }
 
 /* mode_differs: before, b logged "refused: other security mode" per retry
@@ -426,13 +473,43 @@ START_TEST(key_differs)
 }
 END_TEST
 
+/*
+ * wrong_daemon_unlisted: as wrong_daemon, but c does not list a, and
+ * refuses it.  a must not be told to change b's configuration: its own
+ * entry for b is wrong.  Before: a logged "the peer closed the connection
+ * before answering the handshake" per retry, c "unknown node: node
+ * e40c292c is not configured".
+ */
+START_TEST(wrong_daemon_unlisted)
+{
+	struct trio t;
+	struct bystander bys;
+	char needle[512];
+
+	trio_bc(&t, NULL, false);
+	trio_watch_a(&t, &bys, t.pc, NULL);
+	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): this address is answered by node "
+		 "%08x, not b, which refuses this node (this node is not under its [peers]): correct "
+		 "b's address under [peers] in a's configuration", t.pc, sl_node_id("c"));
+	expect_once(&t.a, needle);
+	snprintf(needle, sizeof(needle), " refused: node a is not under [peers] of this node (c); "
+		 "add \"a = 127.0.0.1:%u\" under [peers] in c's configuration, or remove c from a's",
+		 t.pa);
+	expect_once(&t.c, needle);
+	expect_no_retry_noise(&t.a, t.pc);
+	trio_stop(&t, &bys);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("linkdiag");
 	TCase *tc = h_tcase(s, "linkdiag", 90);
 
 	tcase_add_test(tc, not_listed);
+	tcase_add_test(tc, not_listed_back);
 	tcase_add_test(tc, wrong_daemon);
+	tcase_add_test(tc, wrong_daemon_unlisted);
 	tcase_add_test(tc, same_name);
 	tcase_add_test(tc, mode_differs);
 	tcase_add_test(tc, key_differs);
