@@ -169,6 +169,24 @@ static void expect_once(const struct h_daemon *d, const char *needle)
 	printf("  %s: 1 line \"%s\"\n", d->name, needle);
 }
 
+/* `sluicectl links` of @d shows its link @peer down (never up), with
+ * @last_error. */
+static void expect_ctl_links(const struct h_daemon *d, const char *peer, const char *last_error)
+{
+	const char *argv[] = { tu_sluicectl(), "-r", d->dir, "--json", "links", NULL };
+	char out[16384], want[256];
+	int rc = h_run(argv, out, sizeof(out), 10000);
+
+	H_ASSERT(rc == 0, "sluicectl links: %d: %s", rc, out);
+	snprintf(want, sizeof(want), "\"peer\": \"%s\"", peer);
+	H_ASSERT(strstr(out, want), "no link %s: %s", peer, out);
+	snprintf(want, sizeof(want), "\"last_error\": \"%s\",\n      \"state\": \"down\"",
+		 last_error);
+	H_ASSERT(strstr(out, want), "link %s: want %s: %s", peer, want, out);
+	H_ASSERT(!strstr(out, "\"state\": \"up\""), "a link is up: %s", out);
+	printf("  %s: sluicectl links: %s down, \"%s\"\n", d->name, peer, last_error);
+}
+
 /* The dialer's transport said nothing per retry. */
 static void expect_no_retry_noise(const struct h_daemon *d, uint16_t port)
 {
@@ -264,6 +282,7 @@ START_TEST(not_listed)
 		 t.pa);
 	expect_once(&t.b, needle);
 	expect_once(&t.b, "link: 127.0.0.1:");
+	expect_ctl_links(&t.a, "b", "refused: this node is not under its [peers]");
 	expect_no_retry_noise(&t.a, t.pb);
 	expect_retries(&t.b, "auth_failures_unknown_node", 3, 12);
 	trio_stop(&t, &bys);
@@ -353,6 +372,7 @@ START_TEST(wrong_daemon)
 		 "correct it there", t.pc);
 	expect_once(&t.c, needle);
 	expect_no_retry_noise(&t.a, t.pc);
+	expect_ctl_links(&t.a, "b", "handshake: answered by node c");
 	H_EQ(log_count(&t.c, "Connection reset by peer"), 0);
 	trio_stop(&t, &bys);
 }
