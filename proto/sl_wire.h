@@ -45,7 +45,10 @@
 /* Version 3: a connection starts with the AUTH handshake (below), and
  * its HELLOs follow only once both sides have proven themselves; the
  * frames of version 2 are unchanged.  A daemon refuses a connection of
- * any other version at its first byte. */
+ * any other version at its first byte.  Before any release of version 3,
+ * AUTH steps 1 and 2 came to carry the sender's name (a payload), and a
+ * BYE with a reason other than 0 came to refuse a handshake and say why
+ * (docs/diagnosing-links.md). */
 #define SL_WIRE_VERSION 3u
 
 #define SL_WIRE_COMMON_LEN 32u
