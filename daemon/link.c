@@ -2232,8 +2232,12 @@ static int hello_learn(struct link *l, const struct sl_wire_frame *wf)
 {
 	uint64_t peer_rx = 0;
 
-	if (l->peer_incarnation && l->peer_incarnation != wf->u.hello.incarnation)
+	if (l->peer_incarnation && l->peer_incarnation != wf->u.hello.incarnation) {
+		if (wf->u.hello.incarnation == l->peer_incarnation_prev)
+			link_diag_two_daemons(l, wf->u.hello.incarnation);
+		l->peer_incarnation_prev = l->peer_incarnation;
 		link_peer_restarted(l, wf->u.hello.incarnation);
+	}
 	l->peer_incarnation = wf->u.hello.incarnation;
 	l->peer_eager_max = wf->u.hello.eager_max;
 	l->peer_credits = wf->u.hello.credits;

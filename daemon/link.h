@@ -223,6 +223,9 @@ struct link {
 	struct xport_conn *conn;
 	struct xport_conn *nudge;	/* accepter: telling the peer we started */
 	uint64_t peer_incarnation;
+	/* The one before it: a restart never comes back to it, two daemons
+	 * of one name take turns (link_diag_two_daemons). */
+	uint64_t peer_incarnation_prev;
 	uint32_t peer_eager_max;
 	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
 	/* Sequence state of this pair of incarnations (kept across

@@ -30,6 +30,8 @@ struct diag_key {
 
 /* A refusal this daemon was told of, apart from one it made. */
 #define DIAG_TOLD 0x100u
+/* Not a refusal: a peer's incarnations taking turns. */
+#define DIAG_TWO_DAEMONS 0x200u
 
 static struct diag_key keys[DIAG_KEYS];
 static unsigned n_keys;
@@ -327,6 +329,21 @@ void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t no
 		 "%s:<its listen port>\" under [peers] in %s's configuration, or remove %s from "
 		 "its%s", d->xp->ops->peer_name(c), node_id, d->cfg.node_name, host,
 		 d->cfg.node_name, d->cfg.node_name, since(sb, sizeof(sb), n));
+}
+
+void link_diag_two_daemons(const struct link *l, uint64_t incarnation)
+{
+	const struct daemon *d = l->d;
+	char sb[80];
+	uint64_t n;
+
+	if (!diag_due(l->node_id, DIAG_TWO_DAEMONS, &n))
+		return;
+	log_warn("link %s (%s): incarnations %016llx and %016llx of node %s take turns: are two "
+		 "daemons named %s (with the same key)? Give each daemon a node name of its own%s",
+		 l->peer->name, l->conn ? d->xp->ops->peer_name(l->conn) : "?",
+		 (unsigned long long)incarnation, (unsigned long long)l->peer_incarnation,
+		 l->peer->name, l->peer->name, since(sb, sizeof(sb), n));
 }
 
 void link_diag_never_dialed(const struct link *l)

@@ -101,6 +101,14 @@ void link_diag_accept_told(struct daemon *d, struct xport_conn *c,
 void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t node_id);
 
 /*
+ * link_diag_two_daemons - the proven peer of @l comes back with
+ * @incarnation, the one before its current one: no restart does that,
+ * two daemons of the same name (and key) taking the link from each other
+ * do.  Logged (rate-limited) with the address of the connection.
+ */
+void link_diag_two_daemons(const struct link *l, uint64_t incarnation);
+
+/*
  * link_diag_never_dialed - @l, a link this daemon accepts, has never been
  * up in peer_timeout_ms: say what the dialer may lack (once per down
  * episode: the caller's peer timeout).

@@ -8,6 +8,7 @@
  *   wrong_daemon   a's entry for b is the address where c listens
  *   wrong_daemon_unlisted  the same, and c does not list a
  *   same_name      two daemons are named a
+ *   same_name_keyed  the same with a cluster key: not refused, but said
  *   mode_differs   a authenticates, b runs [security] mode none
  *   key_differs    a and b hold different cluster keys
  * Each case watches both daemons for OBSERVE_MS: the diagnosis is logged
@@ -521,6 +522,44 @@ START_TEST(wrong_daemon_unlisted)
 }
 END_TEST
 
+/*
+ * same_name_keyed: two daemons named a, with the cluster key, dial b.
+ * Both prove themselves, so each connection replaces the other's; b must
+ * say that two daemons take turns as a.  Before: b logged only "peer
+ * restarted" at every turn.
+ */
+START_TEST(same_name_keyed)
+{
+	struct trio t;
+	struct h_daemon a2, b_named;
+	struct bystander bys;
+	char conf[512], path[128];
+	uint16_t pa2 = h_free_port();
+	int64_t end;
+
+	key_conf(conf, sizeof(conf), path, sizeof(path), "same");
+	trio_bc(&t, conf, true);
+	bys_open(&bys, &t.b, &t.c);
+	named(&b_named, "b", t.pb);
+	h_daemon_start_conf(&t.a, "a", t.pa, &b_named, 1, conf);
+	h_wait_link(&t.a, &t.b);
+	h_daemon_start_conf(&a2, "a", pa2, &b_named, 1, conf);
+	end = h_now_ms() + OBSERVE_MS;
+	while (h_now_ms() < end) {
+		bys_round(&bys);
+		h_sleep_ms(100);
+	}
+	H_EQ(h_daemon_stat(&t.c, "link.b.connects"), 1);
+	printf("  %u bystander messages byte-exact, link b of c: 1 connect\n", bys.sent);
+	expect_once(&t.b, "are two daemons named a (with the same key)? Give each daemon a node "
+		    "name of its own");
+	expect_once(&t.b, "link a (127.0.0.1:");
+	h_daemon_stop(&a2);
+	trio_stop(&t, &bys);
+	H_EQ(unlink(path), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("linkdiag");
@@ -531,6 +570,7 @@ int main(void)
 	tcase_add_test(tc, wrong_daemon);
 	tcase_add_test(tc, wrong_daemon_unlisted);
 	tcase_add_test(tc, same_name);
+	tcase_add_test(tc, same_name_keyed);
 	tcase_add_test(tc, mode_differs);
 	tcase_add_test(tc, key_differs);
 	return h_run_suite(s);
