@@ -214,13 +214,14 @@ static void expect_retries(const struct h_daemon *d, const char *counter, uint64
 }
 
 /* b and c linked (the bystanders' daemons, both reading @conf), b
- * listing a too when @b_lists_a; a is started by the case. */
+ * listing a too, at @a_host ("": 127.0.0.1), unless @a_host is NULL; a is
+ * started by the case. */
 struct trio {
 	struct h_daemon a, b, c;
 	uint16_t pa, pb, pc;
 };
 
-static void trio_bc(struct trio *t, const char *conf, bool b_lists_a)
+static void trio_bc(struct trio *t, const char *conf, const char *a_host)
 {
 	struct h_daemon peers[2];
 
@@ -229,7 +230,8 @@ static void trio_bc(struct trio *t, const char *conf, bool b_lists_a)
 	t->pc = h_free_port();
 	named(&peers[0], "c", t->pc);
 	named(&peers[1], "a", t->pa);
-	h_daemon_start_conf(&t->b, "b", t->pb, peers, b_lists_a ? 2 : 1, conf);
+	snprintf(peers[1].host, sizeof(peers[1].host), "%s", a_host ? a_host : "");
+	h_daemon_start_conf(&t->b, "b", t->pb, peers, a_host ? 2 : 1, conf);
 	h_daemon_start_conf(&t->c, "c", t->pc, &t->b, 1, conf);
 	h_wait_link(&t->b, &t->c);
 	h_wait_link(&t->c, &t->b);
@@ -272,7 +274,7 @@ START_TEST(not_listed)
 	char needle[512];
 
 	H_ASSERT(sl_node_id("a") < sl_node_id("b"), "a must dial b");
-	trio_bc(&t, NULL, false);
+	trio_bc(&t, NULL, NULL);
 	trio_watch_a(&t, &bys, t.pb, NULL);
 	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): b refuses this node: it does not "
 		 "list node a under [peers]; add \"a = 127.0.0.1:%u\" under [peers] in b's "
@@ -450,7 +452,7 @@ static void security_case(const char *a_conf, const char *b_conf, const char *co
 	struct bystander bys;
 	char needle[512];
 
-	trio_bc(&t, b_conf, true);
+	trio_bc(&t, b_conf, "");
 	trio_watch_a(&t, &bys, t.pb, a_conf);
 	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): b refuses this node: %s", t.pb,
 		 a_why);
@@ -495,6 +497,33 @@ START_TEST(key_differs)
 END_TEST
 
 /*
+ * wrong_address: b lists a at 127.0.0.2, but a dials from 127.0.0.1.
+ * Before: b logged "refused: wrong address: claims node a, configured at
+ * 127.0.0.2" per retry, a "closed the connection before answering the
+ * handshake" and the transport's line per retry.
+ */
+START_TEST(wrong_address)
+{
+	struct trio t;
+	struct bystander bys;
+	char needle[512];
+
+	H_ASSERT(sl_node_id("a") < sl_node_id("b"), "a must dial b");
+	trio_bc(&t, NULL, "127.0.0.2");
+	trio_watch_a(&t, &bys, t.pb, NULL);
+	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): b refuses this node: it lists "
+		 "node a at another address than the one a dials from; correct a's address under "
+		 "[peers] in b's configuration", t.pb);
+	expect_once(&t.a, needle);
+	expect_once(&t.b, " refused: node a is under [peers] of this node (b) at 127.0.0.2, but "
+		    "dials from 127.0.0.1; correct a's address under [peers] in b's configuration");
+	expect_no_retry_noise(&t.a, t.pb);
+	expect_retries(&t.b, "auth_failures_address", 3, 12);
+	trio_stop(&t, &bys);
+}
+END_TEST
+
+/*
  * wrong_daemon_unlisted: as wrong_daemon, but c does not list a, and
  * refuses it.  a must not be told to change b's configuration: its own
  * entry for b is wrong.  Before: a logged "the peer closed the connection
@@ -507,7 +536,7 @@ START_TEST(wrong_daemon_unlisted)
 	struct bystander bys;
 	char needle[512];
 
-	trio_bc(&t, NULL, false);
+	trio_bc(&t, NULL, NULL);
 	trio_watch_a(&t, &bys, t.pc, NULL);
 	snprintf(needle, sizeof(needle), "link b (127.0.0.1:%u): this address is answered by node "
 		 "%08x, not b, which refuses this node (this node is not under its [peers]): correct "
@@ -538,7 +567,7 @@ START_TEST(same_name_keyed)
 	int64_t end;
 
 	key_conf(conf, sizeof(conf), path, sizeof(path), "same");
-	trio_bc(&t, conf, true);
+	trio_bc(&t, conf, "");
 	bys_open(&bys, &t.b, &t.c);
 	named(&b_named, "b", t.pb);
 	h_daemon_start_conf(&t.a, "a", t.pa, &b_named, 1, conf);
@@ -569,6 +598,7 @@ int main(void)
 	tcase_add_test(tc, not_listed_back);
 	tcase_add_test(tc, wrong_daemon);
 	tcase_add_test(tc, wrong_daemon_unlisted);
+	tcase_add_test(tc, wrong_address);
 	tcase_add_test(tc, same_name);
 	tcase_add_test(tc, same_name_keyed);
 	tcase_add_test(tc, mode_differs);
