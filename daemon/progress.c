@@ -25,7 +25,7 @@
 /* Passes before libev polls fds again or the spin yields.  Measured on 2
  * cores: 1 costs intra-node latency (~2 µs instead of ~1), 32 and more
  * starve the clients and the peer daemon (inter-node 10-35 µs instead of
- * ~6); see the issue 2 closing note. */
+ * ~6); see docs/progress-engine.md. */
 #define PASSES_PER_IDLE 8
 /* Loop iterations without an idle pass before the check watcher runs one. */
 #define STARVED_ITERATIONS 1

@@ -5,8 +5,8 @@
  *
  * The design follows UCX's registration cache (ucs_rcache: regions found
  * by address, held by in-flight operations, idle ones in LRU order and
- * evicted against max_regions / max_size) and ../shared/DESIGN.md
- * ("Registration cache").  It adds what DESIGN.md asks for on top: when
+ * evicted against max_regions / max_size), with counters of hits, misses,
+ * evictions, waits and NAKs.  It adds one thing on top: when
  * nothing can be evicted, a request waits in a bounded FIFO queue instead
  * of failing, and past the bound or the wait limit the caller completes
  * the operation with SL_NAK_BUSY.

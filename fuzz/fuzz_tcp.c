@@ -12,7 +12,7 @@
  * runs until it closes the connection (a refused frame, or the end of the
  * stream) or has been idle FUZZ_TCP_IDLE_SPINS iterations in a row.
  *
- * This is not the network fuzzer of issue 14 section 4 (a live daemon
+ * This is not the network fuzzer still to be written (a live daemon
  * with a peer and clients beside it, after the authenticated handshake):
  * one process, no second daemon (docs/security.md).
  */

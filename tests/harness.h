@@ -140,7 +140,7 @@ void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned
 		      const char *conf);
 
 /* Require that the daemon's books balance (registrations = deregistrations
- * + live, no illegal link-frame move: issue 5's discipline, checked at the
+ * + live, no illegal link-frame move: the link's frame discipline, checked at the
  * end of every test), then SIGTERM, wait (bounded), require exit status 0
  * and the socket removed, and remove the runtime directory.  Fatal on
  * error. */

@@ -1,5 +1,5 @@
 /*
- * test_auth.c - who may become a peer (issue 14, section 1): a stranger on
+ * test_auth.c - who may become a peer: a stranger on
  * the listen port cannot take a link over, inject a message or reset a
  * link's sequence state; a HELLO from an address other than the configured
  * peer's is refused even without a key; with a cluster key the handshake
@@ -474,7 +474,7 @@ static void link_expect_same(const struct h_daemon *nodes, const char **names,
 }
 
 /* ------------------------------------------------------------------ */
-/* (a) the issue's hijack                                                */
+/* (a) the hijack                                                     */
 /* ------------------------------------------------------------------ */
 
 /*

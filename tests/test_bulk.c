@@ -284,7 +284,7 @@ static int64_t one_way(const struct h_daemon *nodes, uint32_t port, uint64_t len
 /* ------------------------------------------------------------------ */
 
 /*
- * Issue 13, input 1: about 35 MB/s, so 256 MiB takes about 7 s, longer
+ * A 1K socket buffer: about 35 MB/s, so 256 MiB takes about 7 s, longer
  * than ack_timeout_ms (2 s) and the silence limit.  Before the data
  * budget, up to sq_depth 1 MiB segments sat ahead of every ACK and
  * keepalive: the receiver heard nothing for 4 s, reconnected, and the
@@ -373,7 +373,7 @@ static void two_way_finish(struct two_way *t, const struct h_daemon *nodes, uint
 }
 
 /*
- * Issue 13, input 1, second form: ack_timeout_ms = 100 (valid) on both,
+ * The same problem in a second form: ack_timeout_ms = 100 (valid) on both,
  * 1 GiB each way at once, the receives posted 20 ms after the sends.
  * Before: 0 of 4 operations completed in 60 s, 67 to 787 reconnects.
  */
@@ -440,7 +440,7 @@ START_TEST(resume_after_cuts)
 END_TEST
 
 /*
- * Issue 13, input 2, as a test (the latency figures are in scripts/hol):
+ * Head-of-line, as a test (the latency figures are in scripts/hol):
  * P1 exchanges 512 MiB each way between the nodes, P2 on the same two
  * daemons ping-pongs 4 KiB, one message at a time, in a child process.
  * Before: P2's slowest message took 631 to 772 ms, 7 to 9 messages in

@@ -1,5 +1,5 @@
 /*
- * test_client_death.c - case C11 of ../shared/cases/README.md: a receiving
+ * test_client_death.c - case C11 of docs/cases.md: a receiving
  * client killed (SIGKILL) in the middle of rendezvous traffic.  MPICH
  * issue 1421: rank 0 sent 1 MiB messages in a loop to rank 1; when rank 1
  * was killed, rank 0's send never returned.

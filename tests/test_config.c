@@ -125,7 +125,7 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-	/* [ports] (issue 14: ranges reserved for a user or group). */
+	/* [ports] (docs/limits.md: ranges reserved for a user or group). */
 	{ "ports: not a range", "[ports]\n7000-6000 = uid:0\n", -EINVAL,
 	  ":2: [ports] 7000-6000 = uid:0: not a port or a range LO-HI of ports 1..65535" },
 	{ "ports: port 0", "[ports]\n0 = uid:0\n", -EINVAL,

@@ -1,6 +1,6 @@
 /*
  * test_contract.c - what the manual pages promise, held to the daemon's
- * numbers (issue 13, section 4): real daemons (tests/harness.c), clients in
+ * numbers (docs/completions.md): real daemons (tests/harness.c), clients in
  * the test process.
  *
  * Cases (CK_RUN_CASE=name):

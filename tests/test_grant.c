@@ -1,8 +1,8 @@
 /*
  * test_grant.c - rendezvous grants: every RDMA write is checked against
  * the exact (address, length) the receiver's RTR granted, for that
- * rendezvous only, and the grant ends with the rendezvous (issue 14,
- * section 1; docs/rendezvous-grants.md).
+ * rendezvous only, and the grant ends with the rendezvous
+ * (docs/rendezvous-grants.md).
  *
  * Two daemons, A and B.  The buggy peer is A's own transport with a
  * [fault] key (write_shift_bytes: every RDMA write lands N bytes from
@@ -444,7 +444,7 @@ static void shifted_rendezvous(const char *a_conf, bool target_untouched,
 }
 
 /*
- * The write 8 KiB below the granted address (issue 14's input): before
+ * The write 8 KiB below the granted address (docs/rendezvous-grants.md): before
  * grants, B placed it (the whole 2 MiB chunk was registered): the last
  * 8 KiB of the victim below were overwritten and both ends said SL_OK.
  * Now the first segment is refused (below), the grant revoked at once, so

@@ -2344,7 +2344,7 @@ START_TEST(port_rules)
 	cqe = g_send(e1, gone_remote, NULL, 0, 3);
 	H_ASSERT(cqe.status == SL_ERR_NO_ENDPOINT && addr_eq(cqe.peer, gone_remote),
 		 "remote: %s", sl_strerror(cqe.status));
-	/* A node in no configuration is not an unbound port (issue 16). */
+	/* A node in no configuration is not an unbound port (test_operator.c). */
 	cqe = g_send(e1, (sl_addr_t){ sl_node_id("nowhere"), 5002 }, NULL, 0, 4);
 	H_EQ(cqe.status, SL_ERR_UNKNOWN_NODE);
 	/* Refused descriptors name this node too, never SL_NODE_LOCAL. */

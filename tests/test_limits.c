@@ -1,6 +1,6 @@
 /*
  * test_limits.c - limits that one process or one user could exhaust for
- * every other (issue 14, section 3): the daemon's file descriptors, ...
+ * every other (docs/limits.md): the daemon's file descriptors, ...
  * Each attack runs beside bystander clients that must see nothing.
  */
 #include "autoconfig.h"
@@ -110,7 +110,7 @@ static void bystander_exchange(struct bystander *b, const char *when)
 #define FD_LIMIT 256
 #define STORM 64
 /* A refusal is immediate; on a busy machine 64 processes still need the
- * scheduler, so the bound per call is wider than the design's 100 ms
+ * scheduler, so the bound per call is wider than case C20's 100 ms
  * (measured: see docs/limits.md). */
 #define STORM_BOUND_MS 2000
 
@@ -191,7 +191,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /*
- * Issue 14 section 3, first input: sluiced under a 256-descriptor limit;
+ * Descriptors (docs/limits.md): sluiced under a 256-descriptor limit;
  * one process opens contexts until the first failure; then 64 processes
  * call sl_open at once and `sluicectl status` runs.  Each must get a
  * definite error at once (sl_open -ENFILE, sluicectl a clear message),
@@ -361,7 +361,7 @@ static long proc_fd_limit(pid_t pid)
 }
 
 /*
- * Issue 17's figure: under the usual soft limit of 1,024 the 338th queue
+ * Measured before the fix: under the usual soft limit of 1,024 the 338th queue
  * failed EMFILE and nothing was logged.  The daemon raises its soft limit
  * to the hard one and says what it got against max_queues' needs; a queue
  * costs it two descriptors (the memfd is the client's once passed).
@@ -495,7 +495,7 @@ static pid_t spawn_watcher(const char *admin, int out_fd)
 }
 
 /*
- * Issue 14 section 3, second input: 20 `sluicectl --json -w 0.05 queues`
+ * Admin slots (docs/limits.md): 20 `sluicectl --json -w 0.05 queues`
  * whose output pipe is never read, and raw admin clients that send half
  * a line or nothing, reconnecting as soon as they are dropped.  Every one
  * of 38 operator calls must answer (exit 0) within 1 s; before, 29 to 30
@@ -686,7 +686,7 @@ static void uids_shown(const struct h_daemon *d)
 }
 
 /*
- * Issue 14 section 3, third input: the daemon as root, client_group
+ * Per-user quotas (docs/limits.md): the daemon as root, client_group
  * shared by two users, max_queues 64, client_max_queues 16.  Before, the
  * other user took the queues over several contexts and root's next
  * sl_queue_open failed EMFILE.  Now a uid holds at most half of
@@ -816,7 +816,7 @@ static void __attribute__((noreturn)) ports_user(const struct h_daemon *d, gid_t
 }
 
 /*
- * Issue 14 section 3, fourth input: another user bound port 6001 before
+ * Reserved ports (docs/limits.md): another user bound port 6001 before
  * its owner (root) and received the messages root sent there.  With
  * [ports] 6000-6999 = uid:0 its bind fails -EACCES (logged with the
  * range), root binds 6001 and gets its own message; a range reserved for
@@ -947,7 +947,7 @@ static struct sl_cqe recv_one(struct sl_queue *q, void *buf, uint64_t cap, uint6
 }
 
 /*
- * Issue 14 section 3: completions carried no sender identity.  A receive
+ * Before: completions carried no sender identity.  A receive
  * completion names the sending queue's uid when the sender is on this
  * node (eager, rendezvous, and a message that waited unexpected), so that
  * a server can authorize requests; SL_UID_UNKNOWN for a send's own

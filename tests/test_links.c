@@ -1,5 +1,5 @@
 /*
- * test_links.c - links that survive (issue 5): exactly-once delivery
+ * test_links.c - links that survive: exactly-once delivery
  * across broken connections, the retransmission discipline on a healthy
  * link, and the peer timeout that fails each waiting operation once.
  *
@@ -425,7 +425,7 @@ static void pp_client_run(const struct h_daemon *d, const struct h_daemon *to,
 #define PT_PORT 620
 #define PT_TAG_ANY 77
 /* Each pending operation fails between the timeout and this much later
- * (the issue's bound: 1.5 s for a 1 s timeout). */
+ * (the bound asked for: 1.5 s for a 1 s timeout). */
 #define PT_LATE_MS 500
 /*
  * The other pair's slowest round trip while A-B fails.  Held up behind

@@ -1,6 +1,6 @@
 /*
- * test_liveness.c - judging a peer silent (issue 13, section 5 and two
- * items of section 1): a daemon that was stalled reads what waits for it
+ * test_liveness.c - judging a peer silent (docs/link-liveness.md): a
+ * daemon that was stalled reads what waits for it
  * before it judges; the ack-timeout back-off grows on every fruitless
  * timeout and comes down only once the link has proved itself; any byte
  * received counts as hearing the peer.
@@ -9,7 +9,7 @@
  * (tests/harness.c), daemon state read from its statistics (SIGUSR1,
  * h_daemon_stats()), every wait bounded.  The test process is the
  * client of both daemons.  Cases (CK_RUN_CASE=name):
- *   stalled_daemon      the issue's input, STALL_RUNS times: A with
+ *   stalled_daemon      the reported input, STALL_RUNS times: A with
  *                       ack_timeout_ms 5000, B with 200, idle 1 s, B
  *                       stopped 1.5 s (SIGSTOP), 1.5 s after SIGCONT both
  *                       links show no silence, no ack timeout, no
@@ -215,8 +215,8 @@ END_TEST
 /* stalled_mesh                                                         */
 /* ------------------------------------------------------------------ */
 
-/* 16 daemons as in the issue; 4 cycles of 5 s keep the case near 30 s
- * on the 2-core test machine (the issue ran 10). */
+/* 16 daemons as in the report; 4 cycles of 5 s keep the case near 30 s
+ * on the 2-core test machine (the report ran 10). */
 #define MESH_NODES 16
 #define MESH_CYCLES 4
 #define MESH_RUN_MS 3500

@@ -1,6 +1,6 @@
 /*
- * test_loop_bound.c - no client can hold the daemon's loop (issue 14,
- * section 2): a local copy runs in slices across loop iterations, a copy
+ * test_loop_bound.c - no client can hold the daemon's loop:
+ * a local copy runs in slices across loop iterations, a copy
  * that makes no progress because its client keeps removing the pages
  * under it fails that client's queue, and a large arena is released off
  * the loop.

@@ -1,6 +1,6 @@
 /*
  * test_operator.c - what an operator sees when a client names something
- * that is not there (issue 16, "What an operator could not diagnose").
+ * that is not there.
  *   unknown_node   a send to a node in no daemon's configuration completed
  *                  SL_ERR_NO_ENDPOINT, the status of an unbound port, with
  *                  nothing logged, and a receive naming that node stayed

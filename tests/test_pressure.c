@@ -1,9 +1,9 @@
 /*
- * test_pressure.c - back-pressure end to end (issue 4): many clients
+ * test_pressure.c - back-pressure end to end: many clients
  * pushing more than a receiver takes, through the credit window, the
  * bounded link backlog, the per-endpoint unexpected bound and small
  * socket buffers, and what every pool looks like afterwards.  Cases C03
- * and C05 of ../shared/cases/README.md, scaled to a 2-core test VM.
+ * and C05 of docs/cases.md, scaled to a 2-core test VM.
  *
  * Same conventions as test_rndv.c: real daemons on TCP loopback
  * (tests/harness.c), clients in forked processes that report through
@@ -590,7 +590,7 @@ static long hwm_kb(const struct h_daemon *d)
 /* ------------------------------------------------------------------ */
 
 /*
- * The flood behind issue 4.  Senders S0..S3 on node A each post 10,000
+ * The flood.  Senders S0..S3 on node A each post 10,000
  * sends of 1 KiB to R on node B as fast as their rings take them (512 in
  * flight each); R posts 100 receives every 10 ms, so the 40,000 take at
  * least 4 s to be received and most of the traffic arrives unexpected.

@@ -1,6 +1,6 @@
 /*
  * test_restart.c - a peer restart fails only what may have reached the
- * old incarnation (issue 13, part 3).
+ * old incarnation (docs/peer-restart.md).
  *
  * Two daemons on TCP loopback: the one with the lower node id dials (the
  * "dialer"), the other accepts (the "accepter"); names are picked so that
@@ -9,7 +9,7 @@
  * names itself (testutil's msg_fill), so each receiver knows which
  * arrived, and every send's completion is counted.  Each scenario is its
  * own Check test case (CK_RUN_CASE=accepter_killed, for instance):
- *   accepter_killed     the issue's input: kill -9 the accepter while 64
+ *   accepter_killed     the reported input: kill -9 the accepter while 64
  *                       sends are in flight, restart it 20 ms, 500 ms or
  *                       5 s later; a new receiver binds the same port and
  *                       posts 64 receives; only then does the client post
@@ -487,7 +487,7 @@ static void post_new(struct scene *sc)
 static const int restart_delay_ms[] = { 20, 500, 5000 };
 
 /*
- * The issue's input, with the restart delay of loop iteration @_i.  The
+ * The reported input, with the restart delay of loop iteration @_i.  The
  * 64 sends posted after the new receiver was bound complete SL_OK; each
  * of the 64 in flight at the kill completes once.
  */

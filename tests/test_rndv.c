@@ -2,7 +2,7 @@
  * test_rndv.c - large messages end to end: rendezvous between daemons
  * (RTS, match, registration, RTR, RDMA writes emulated over tcp), the
  * registration cache at its limits, send-queue pressure with injected
- * -ENOMEM, cases C01, C04 and C08 of ../shared/cases/README.md, and the
+ * -ENOMEM, cases C01, C04 and C08 of docs/cases.md, and the
  * one-copy path within a node.
  *
  * Same conventions as test_integration.c: real daemons on TCP loopback

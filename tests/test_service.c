@@ -702,7 +702,7 @@ START_TEST(check_and_print_config)
 		   sizeof(out), 5000);
 	H_EQ(rc, 2);
 
-	/* The command line obeys the file's rules for peers (issue 16: two
+	/* The command line obeys the file's rules for peers (before: two
 	 * --peer of one name, or one for a name in [peers], passed the check
 	 * and started two links for one node; the 257th said "syntax"). */
 	rc = h_run((const char *const[]){ bin, "--check-config", "--listen", "127.0.0.1:7400",
@@ -754,7 +754,7 @@ START_TEST(check_and_print_config)
 END_TEST
 
 /*
- * --check-config says what the start would refuse (issue 16: the shipped
+ * --check-config says what the start would refuse (before: the shipped
  * sluiced.conf passed the check, then the start stopped with "client_group
  * sluice: no such group", without file, line or way out).  Both name the
  * file and line and what to do; a missing admin_group is a warning only.
