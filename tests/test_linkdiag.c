@@ -1,8 +1,7 @@
 /*
  * test_linkdiag.c - a link that cannot come up because of a configuration
  * mistake explains itself on both sides, by name and address, with the
- * fix (issue 16, "What an operator could not diagnose", second bullet;
- * docs/diagnosing-links.md lists the messages):
+ * fix (docs/diagnosing-links.md lists the messages):
  *   not_listed     a lists b, b does not list a
  *   not_listed_back b lists a, a (the dialer) does not list b
  *   wrong_daemon   a's entry for b is the address where c listens
