@@ -22,8 +22,9 @@ def common(t, hdr_len, payload_len=0, seq=0, ack=0):
 def hello(node, credits=16, last_rx=0, peer_inc=0, inc=0x42):
     return common(1, 72) + struct.pack("<IIQQIIQ", node, 65536, inc, last_rx, credits, 0, peer_inc)
 
-def eager(seq, payload, port=PORT, tag=7, ack=0, dst=ME):
-    return common(2, 56, len(payload), seq, ack) + struct.pack("<IIQII", 5555, port, tag, dst, 0) + payload
+# uid: the sending queue's uid at offset 52 (sender_uid, sl_wire.h).
+def eager(seq, payload, port=PORT, tag=7, ack=0, dst=ME, uid=1000):
+    return common(2, 56, len(payload), seq, ack) + struct.pack("<IIQII", 5555, port, tag, dst, uid) + payload
 
 def ack(a):
     return common(3, 32, 0, 0, a)
@@ -31,8 +32,8 @@ def ack(a):
 def nak(seq, nak_seq, status=1, ack=0):
     return common(4, 48, 0, seq, ack) + struct.pack("<QII", nak_seq, status, 0)
 
-def rts(seq, msg_len, send_id, port=PORT, tag=9, ack=0):
-    return common(5, 72, 0, seq, ack) + struct.pack("<IIQIIQQ", 5555, port, tag, ME, 0, msg_len, send_id)
+def rts(seq, msg_len, send_id, port=PORT, tag=9, ack=0, uid=1000):
+    return common(5, 72, 0, seq, ack) + struct.pack("<IIQIIQQ", 5555, port, tag, ME, uid, msg_len, send_id)
 
 def rtr(seq, send_id, raddr, length, rkey, recv_id, status=0, offset=0):
     return common(6, 72, 0, seq) + struct.pack("<QQQIIII", send_id, raddr, length, rkey, recv_id, status, offset)

@@ -44,7 +44,8 @@
  * is ending anyway. */
 /* Version 3: a connection starts with the AUTH handshake (below), and
  * its HELLOs follow only once both sides have proven themselves; the
- * frames of version 2 are unchanged.  A daemon refuses a connection of
+ * frames of version 2 are unchanged but for EAGER's and RTS's rsvd field,
+ * which carries the sender's uid now.  A daemon refuses a connection of
  * any other version at its first byte.  Before any release of version 3,
  * AUTH steps 1 and 2 came to carry the sender's name (a payload), and a
  * BYE with a reason other than 0 came to refuse a handshake and say why
@@ -140,7 +141,14 @@ enum sl_wire_type {
  *   36 u32 dst_port
  *   40 u64 tag
  *   48 u32 dst_node     receiver checks it is its own id
- *   52 u32 rsvd         0
+ *   52 u32 sender_uid   uid of the process that opened the sending queue,
+ *                       as the sending daemon learnt it (SO_PEERCRED), in
+ *                       the sending node's user database; 0xffffffff
+ *                       (SL_UID_UNKNOWN) when it has none.  Any value is
+ *                       valid on the wire; the receiver believes it only
+ *                       on a connection whose peer proved the cluster key
+ *                       (sluice.h, struct sl_cqe.sender_uid).  (Came later
+ *                       in version 3, before its release; before, rsvd 0.)
  */
 #define SL_WIRE_EAGER_LEN 56u
 
@@ -170,7 +178,7 @@ enum sl_wire_type {
  *   36 u32 dst_port
  *   40 u64 tag
  *   48 u32 dst_node
- *   52 u32 rsvd         0
+ *   52 u32 sender_uid   as in EAGER
  *   56 u64 msg_len      1..SL_WIRE_RNDV_MAX
  *   64 u64 send_id      sender's name for the operation, not 0
  */
@@ -289,6 +297,7 @@ struct sl_wire_frame {
 			uint32_t dst_port;
 			uint64_t tag;
 			uint32_t dst_node;
+			uint32_t sender_uid;
 		} eager;
 		struct {
 			uint64_t nak_seq;
@@ -299,6 +308,7 @@ struct sl_wire_frame {
 			uint32_t dst_port;
 			uint64_t tag;
 			uint32_t dst_node;
+			uint32_t sender_uid;
 			uint64_t msg_len;
 			uint64_t send_id;
 		} rts;

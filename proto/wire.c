@@ -250,6 +250,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u32(p + 36, f->u.eager.dst_port);
 		put_u64(p + 40, f->u.eager.tag);
 		put_u32(p + 48, f->u.eager.dst_node);
+		put_u32(p + 52, f->u.eager.sender_uid);
 		break;
 	case SL_WIRE_NAK:
 		put_u64(p + 32, f->u.nak.nak_seq);
@@ -260,6 +261,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap)
 		put_u32(p + 36, f->u.rts.dst_port);
 		put_u64(p + 40, f->u.rts.tag);
 		put_u32(p + 48, f->u.rts.dst_node);
+		put_u32(p + 52, f->u.rts.sender_uid);
 		put_u64(p + 56, f->u.rts.msg_len);
 		put_u64(p + 64, f->u.rts.send_id);
 		break;
@@ -351,12 +353,11 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 		tmp.u.hello.peer_incarnation = get_u64(p + 64);
 		break;
 	case SL_WIRE_EAGER:
-		if (get_u32(p + 52) != 0)
-			return -EPROTO;
 		tmp.u.eager.src_port = get_u32(p + 32);
 		tmp.u.eager.dst_port = get_u32(p + 36);
 		tmp.u.eager.tag = get_u64(p + 40);
 		tmp.u.eager.dst_node = get_u32(p + 48);
+		tmp.u.eager.sender_uid = get_u32(p + 52);
 		break;
 	case SL_WIRE_NAK:
 		if (get_u32(p + 44) != 0)
@@ -368,12 +369,11 @@ int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f)
 			return -EPROTO;
 		break;
 	case SL_WIRE_RTS:
-		if (get_u32(p + 52) != 0)
-			return -EPROTO;
 		tmp.u.rts.src_port = get_u32(p + 32);
 		tmp.u.rts.dst_port = get_u32(p + 36);
 		tmp.u.rts.tag = get_u64(p + 40);
 		tmp.u.rts.dst_node = get_u32(p + 48);
+		tmp.u.rts.sender_uid = get_u32(p + 52);
 		tmp.u.rts.msg_len = get_u64(p + 56);
 		tmp.u.rts.send_id = get_u64(p + 64);
 		break;

@@ -208,6 +208,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.eager.dst_port = 0x31323334u;
 		f.u.eager.tag = 0x4142434445464748ull;
 		f.u.eager.dst_node = 0x51525354u;
+		f.u.eager.sender_uid = 0x61626364u;
 		break;
 	case SL_WIRE_NAK:
 		f.seq = 0x1a1b1c1d1e1f1011ull;
@@ -220,6 +221,7 @@ static struct sl_wire_frame make_frame(uint8_t type)
 		f.u.rts.dst_port = 0x31323334u;
 		f.u.rts.tag = 0x4142434445464748ull;
 		f.u.rts.dst_node = 0x51525354u;
+		f.u.rts.sender_uid = 0x61626364u;
 		f.u.rts.msg_len = 0x3a3b3c3dull;	/* <= SL_WIRE_RNDV_MAX */
 		f.u.rts.send_id = 0x7172737475767778ull;
 		break;
@@ -292,7 +294,8 @@ static int frames_equal(const struct sl_wire_frame *a,
 		return a->u.eager.src_port == b->u.eager.src_port &&
 		       a->u.eager.dst_port == b->u.eager.dst_port &&
 		       a->u.eager.tag == b->u.eager.tag &&
-		       a->u.eager.dst_node == b->u.eager.dst_node;
+		       a->u.eager.dst_node == b->u.eager.dst_node &&
+		       a->u.eager.sender_uid == b->u.eager.sender_uid;
 	case SL_WIRE_NAK:
 		return a->u.nak.nak_seq == b->u.nak.nak_seq &&
 		       a->u.nak.status == b->u.nak.status;
@@ -301,6 +304,7 @@ static int frames_equal(const struct sl_wire_frame *a,
 		       a->u.rts.dst_port == b->u.rts.dst_port &&
 		       a->u.rts.tag == b->u.rts.tag &&
 		       a->u.rts.dst_node == b->u.rts.dst_node &&
+		       a->u.rts.sender_uid == b->u.rts.sender_uid &&
 		       a->u.rts.msg_len == b->u.rts.msg_len &&
 		       a->u.rts.send_id == b->u.rts.send_id;
 	case SL_WIRE_RTR:
@@ -364,6 +368,7 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.eager.dst_port, b->u.eager.dst_port);
 		ck_assert_uint_eq(a->u.eager.tag, b->u.eager.tag);
 		ck_assert_uint_eq(a->u.eager.dst_node, b->u.eager.dst_node);
+		ck_assert_uint_eq(a->u.eager.sender_uid, b->u.eager.sender_uid);
 		break;
 	case SL_WIRE_NAK:
 		ck_assert_uint_eq(a->u.nak.nak_seq, b->u.nak.nak_seq);
@@ -374,6 +379,7 @@ static void assert_frames_equal(const struct sl_wire_frame *a,
 		ck_assert_uint_eq(a->u.rts.dst_port, b->u.rts.dst_port);
 		ck_assert_uint_eq(a->u.rts.tag, b->u.rts.tag);
 		ck_assert_uint_eq(a->u.rts.dst_node, b->u.rts.dst_node);
+		ck_assert_uint_eq(a->u.rts.sender_uid, b->u.rts.sender_uid);
 		ck_assert_uint_eq(a->u.rts.msg_len, b->u.rts.msg_len);
 		ck_assert_uint_eq(a->u.rts.send_id, b->u.rts.send_id);
 		break;
@@ -509,6 +515,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le32(p + 36, f->u.eager.dst_port);
 		put_le64(p + 40, f->u.eager.tag);
 		put_le32(p + 48, f->u.eager.dst_node);
+		put_le32(p + 52, f->u.eager.sender_uid);
 		break;
 	case SL_WIRE_NAK:
 		put_le64(p + 32, f->u.nak.nak_seq);
@@ -519,6 +526,7 @@ static size_t raw_encode(const struct sl_wire_frame *f, uint8_t *p)
 		put_le32(p + 36, f->u.rts.dst_port);
 		put_le64(p + 40, f->u.rts.tag);
 		put_le32(p + 48, f->u.rts.dst_node);
+		put_le32(p + 52, f->u.rts.sender_uid);
 		put_le64(p + 56, f->u.rts.msg_len);
 		put_le64(p + 64, f->u.rts.send_id);
 		break;
@@ -676,8 +684,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 		/* 64..71 peer_incarnation: any value, 0 included. */
 		break;
 	case SL_WIRE_EAGER:
-		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
-			return 1;
+		/* 52..55 sender_uid: any value. */
 		break;
 	case SL_WIRE_NAK:
 		if (HAVE(32, 8) && get_le(p + 32, 8) == 0)
@@ -688,8 +695,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 			return 1;
 		break;
 	case SL_WIRE_RTS:
-		if (HAVE(52, 4) && get_le(p + 52, 4) != 0)
-			return 1;
+		/* 52..55 sender_uid: any value. */
 		if (HAVE(56, 8) && (get_le(p + 56, 8) == 0 ||
 				    get_le(p + 56, 8) > SL_WIRE_RNDV_MAX))
 			return 1;
@@ -891,6 +897,7 @@ START_TEST(test_round_trip_extremes)
 	in.u.eager.dst_port = 0;
 	in.u.eager.tag = UINT64_MAX;
 	in.u.eager.dst_node = UINT32_MAX;
+	in.u.eager.sender_uid = SL_UID_UNKNOWN;
 	rc = sl_wire_encode(&in, buf, sizeof(buf));
 	ck_assert_int_eq(rc, (int)SL_WIRE_EAGER_LEN);
 	in.hdr_len = (uint32_t)rc;
@@ -952,6 +959,7 @@ START_TEST(test_round_trip_extremes_rndv)
 	f.u.rts.dst_port = UINT32_MAX;
 	f.u.rts.tag = UINT64_MAX;
 	f.u.rts.dst_node = UINT32_MAX;
+	f.u.rts.sender_uid = SL_UID_UNKNOWN;
 	f.u.rts.msg_len = SL_WIRE_RNDV_MAX;
 	f.u.rts.send_id = UINT64_MAX;
 	expect_valid(&f);
@@ -1138,8 +1146,8 @@ START_TEST(test_exact_bytes_eager)
 		0x48, 0x47, 0x46, 0x45, 0x44, 0x43, 0x42, 0x41,
 		/* 48 dst_node */
 		0x54, 0x53, 0x52, 0x51,
-		/* 52 rsvd */
-		0x00, 0x00, 0x00, 0x00,
+		/* 52 sender_uid */
+		0x64, 0x63, 0x62, 0x61,
 	};
 	struct sl_wire_frame f = make_frame(SL_WIRE_EAGER);
 	uint8_t buf[SL_WIRE_HDR_MAX];
@@ -1211,8 +1219,8 @@ START_TEST(test_exact_bytes_rts)
 		0x48, 0x47, 0x46, 0x45, 0x44, 0x43, 0x42, 0x41,
 		/* 48 dst_node */
 		0x54, 0x53, 0x52, 0x51,
-		/* 52 rsvd */
-		0x00, 0x00, 0x00, 0x00,
+		/* 52 sender_uid */
+		0x64, 0x63, 0x62, 0x61,
 		/* 56 msg_len */
 		0x3d, 0x3c, 0x3b, 0x3a, 0x00, 0x00, 0x00, 0x00,
 		/* 64 send_id */
@@ -2031,17 +2039,13 @@ START_TEST(test_bad_rsvd)
 			re = 64;	/* 64..71 peer_incarnation: any value */
 			break;
 		case SL_WIRE_EAGER:
-			rs = 52;
-			re = 56;
-			break;
+			continue;	/* 52..55 sender_uid: any value */
 		case SL_WIRE_NAK:
 			rs = 44;
 			re = 48;
 			break;
 		case SL_WIRE_RTS:
-			rs = 52;
-			re = 56;
-			break;
+			continue;	/* 52..55 sender_uid: any value */
 		case SL_WIRE_RTR:
 			continue;	/* 68..71 the offset (test_rtr_rules) */
 		case SL_WIRE_FIN:
@@ -3710,7 +3714,10 @@ START_TEST(test_fuzz_garbage)
 	for (size_t t = 0; t < N_TYPES; t++) {
 		ck_assert_msg(ok_type[all_types[t]] > 1000, "type %u: %ld accepted",
 			      all_types[t], ok_type[all_types[t]]);
-		if (all_types[t] != SL_WIRE_ACK)
+		/* No rule on their own fields: ACK has none, and every
+		 * value of every EAGER field is valid (dst_node is checked
+		 * by the receiving daemon, sender_uid is any uid). */
+		if (all_types[t] != SL_WIRE_ACK && all_types[t] != SL_WIRE_EAGER)
 			ck_assert_msg(bad_type[all_types[t]] > 100,
 				      "type %u: %ld rejected", all_types[t],
 				      bad_type[all_types[t]]);
