@@ -187,10 +187,8 @@ static struct match_msg *unexpected_new(struct daemon *d, struct queue *dq, sl_a
 	return m;
 }
 
-/* engine_deliver() from a sender whose uid is @sender_uid (local) or
- * SL_UID_UNKNOWN (remote). */
-static int deliver_from(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
-			uint32_t dst_port, uint64_t tag, const void *data, uint64_t len)
+int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
+		   uint64_t tag, const void *data, uint64_t len)
 {
 	struct queue *dq = endpoint(d, dst_port);
 	struct match_recv *r;
@@ -216,14 +214,8 @@ static int deliver_from(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
 	return SL_OK;
 }
 
-int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
-		   uint64_t tag, const void *data, uint64_t len)
-{
-	return deliver_from(d, src, SL_UID_UNKNOWN, dst_port, tag, data, len);
-}
-
-int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
-		       uint64_t msg_len, uint64_t send_id)
+int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
+		       uint64_t tag, uint64_t msg_len, uint64_t send_id)
 {
 	struct queue *dq = endpoint(d, dst_port);
 	struct match_recv *r;
@@ -237,11 +229,11 @@ int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint6
 	r = match_arrival(&dq->mq, src, tag);
 	if (r) {
 		note_match(dq, src, tag, r);
-		if (!link_rndv_recv_start(d, dq, r, src, tag, msg_len, send_id))
+		if (!link_rndv_recv_start(d, dq, r, src, sender_uid, tag, msg_len, send_id))
 			engine_repost(dq, r);	/* the sender was told */
 		return SL_OK;
 	}
-	m = unexpected_new(d, dq, src, SL_UID_UNKNOWN, tag, msg_len, 0, true, &status);
+	m = unexpected_new(d, dq, src, sender_uid, tag, msg_len, 0, true, &status);
 	if (!m)
 		return status;
 	rs = m->rndv;
@@ -273,7 +265,8 @@ static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m
 			   rs->user_ctx);
 		queue_put(rs->q);
 	} else {
-		taken = link_rndv_recv_start(q->d, q, r, m->src, m->tag, m->len, rs->send_id);
+		taken = link_rndv_recv_start(q->d, q, r, m->src, m->sender_uid, m->tag, m->len,
+					     rs->send_id);
 	}
 	free(m);
 	return taken;
@@ -517,8 +510,8 @@ static void submit_send(struct queue *q, const struct sl_sqe *sqe)
 	}
 	if (dst.node == SL_NODE_LOCAL || dst.node == self) {
 		dst.node = self;
-		status = deliver_from(d, (sl_addr_t){ self, q->port }, q->uid, dst.port,
-				      sqe->tag, q->arena + sqe->addr, sqe->len);
+		status = engine_deliver(d, (sl_addr_t){ self, q->port }, q->uid, dst.port,
+					sqe->tag, q->arena + sqe->addr, sqe->len);
 		if (status == SL_OK)
 			d->ctr.local_msgs++;
 		else if (status == SL_ERR_NO_ENDPOINT)

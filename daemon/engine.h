@@ -25,28 +25,33 @@ int engine_validate(const struct queue *q, const struct sl_sqe *sqe);
 void engine_submit(struct queue *q, const struct sl_sqe *sqe);
 
 /*
- * engine_deliver - a message for local port @dst_port arrived from a
- * link (its receive completion names no sender uid: SL_UID_UNKNOWN; local
- * sends go through the engine's own path, which names it).  The payload
- * is copied before return.
+ * engine_deliver - a message for local port @dst_port from @src: an
+ * eager send of a local queue, or a message that arrived on a link.
+ * @sender_uid: what its receive completion names (struct
+ * sl_cqe.sender_uid): the local sending queue's uid, or what
+ * link_auth_sender_uid() made of the frame's (SL_UID_UNKNOWN when the
+ * link is not keyed); kept while the message waits unexpected.  The
+ * payload is copied before return.
  * Returns SL_OK (delivered or queued unexpected), SL_ERR_NO_ENDPOINT,
  * SL_NAK_RECEIVER_FULL when queueing it unexpected would pass the
  * endpoint's [limits] unexpected_max_bytes, or SL_NAK_BUSY when the daemon
  * is out of memory.
  */
-int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t dst_port,
+int engine_deliver(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
 		   uint64_t tag, const void *data, uint64_t len);
 
 /*
  * engine_deliver_rts - an RTS from remote @src for local port @dst_port:
  * a @msg_len-byte message that waits at the sender as its rendezvous
- * @send_id.  A posted receive that accepts it starts the rendezvous;
- * otherwise its header (only) is queued unexpected.  Returns SL_OK,
- * SL_ERR_NO_ENDPOINT, SL_NAK_RECEIVER_FULL (the header would pass
- * unexpected_max_bytes) or SL_NAK_BUSY (out of memory).
+ * @send_id; @sender_uid as for engine_deliver(), named by the receive
+ * completion when the data is in.  A posted receive that accepts it
+ * starts the rendezvous; otherwise its header (only) is queued
+ * unexpected.  Returns SL_OK, SL_ERR_NO_ENDPOINT, SL_NAK_RECEIVER_FULL
+ * (the header would pass unexpected_max_bytes) or SL_NAK_BUSY (out of
+ * memory).
  */
-int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t dst_port, uint64_t tag,
-		       uint64_t msg_len, uint64_t send_id);
+int engine_deliver_rts(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
+		       uint64_t tag, uint64_t msg_len, uint64_t send_id);
 
 /*
  * engine_repost - receive @r of @q, taken by a rendezvous that failed

@@ -540,6 +540,7 @@ static int post_send_frame(struct link *l, struct link_frame *f)
 		wf.u.rts.src_port = f->src_port;
 		wf.u.rts.dst_port = f->dst.port;
 		wf.u.rts.dst_node = f->dst.node;
+		wf.u.rts.sender_uid = (uint32_t)f->q->uid;
 		wf.u.rts.tag = f->tag;
 		wf.u.rts.msg_len = f->len;
 		wf.u.rts.send_id = f->send_id;
@@ -548,6 +549,7 @@ static int post_send_frame(struct link *l, struct link_frame *f)
 		wf.u.eager.src_port = f->src_port;
 		wf.u.eager.dst_port = f->dst.port;
 		wf.u.eager.dst_node = f->dst.node;
+		wf.u.eager.sender_uid = (uint32_t)f->q->uid;
 		wf.u.eager.tag = f->tag;
 		payload = f->q->arena + f->addr;
 	}
@@ -1123,8 +1125,8 @@ static void rndv_recv_complete(struct rndv_recv *rr)
 	if (f)
 		f->ctl_send_id = rr->send_id;
 	rr->l->rndv_rx_done++;
-	engine_complete(rr->q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
-			rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
+	engine_complete_recv_from(rr->q, rr->src, rr->sender_uid, rr->tag, rr->msg_len,
+				  r->user_ctx, rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
 	rndv_recv_free(rr);
 	free(r);
 }
@@ -1232,7 +1234,8 @@ void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_
 }
 
 bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
-			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id)
+			  sl_addr_t src, uint32_t sender_uid, uint64_t tag, uint64_t msg_len,
+			  uint64_t send_id)
 {
 	struct link *l = link_find(d, src.node);
 	struct rndv_recv *rr;
@@ -1252,6 +1255,7 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 	rr->q = q;
 	rr->r = r;
 	rr->src = src;
+	rr->sender_uid = sender_uid;
 	rr->tag = tag;
 	rr->msg_len = msg_len;
 	rr->wlen = msg_len < r->capacity ? msg_len : r->capacity;
@@ -2197,6 +2201,7 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 		status = SL_ERR_INVALID;
 	} else {
 		status = engine_deliver(d, (sl_addr_t){ l->node_id, wf->u.eager.src_port },
+					link_auth_sender_uid(l, wf->u.eager.sender_uid),
 					wf->u.eager.dst_port, wf->u.eager.tag, payload,
 					wf->payload_len);
 		d->ctr.remote_msgs_rx++;
@@ -2215,6 +2220,7 @@ static int process_rts(struct link *l, const struct sl_wire_frame *wf)
 		status = SL_ERR_NO_ENDPOINT;
 	else
 		status = engine_deliver_rts(d, (sl_addr_t){ l->node_id, wf->u.rts.src_port },
+					    link_auth_sender_uid(l, wf->u.rts.sender_uid),
 					    wf->u.rts.dst_port, wf->u.rts.tag,
 					    wf->u.rts.msg_len, wf->u.rts.send_id);
 	if (status != SL_OK)

@@ -176,6 +176,7 @@ struct rndv_recv {
 	struct queue *q;		/* holds a reference */
 	struct match_recv *r;		/* the matched receive, unlinked */
 	sl_addr_t src;
+	uint32_t sender_uid;		/* for the completion (engine_deliver_rts) */
 	uint64_t tag;
 	uint64_t msg_len;		/* bytes the sender has */
 	uint64_t wlen;			/* bytes to be written: min(msg_len, capacity) */
@@ -354,7 +355,8 @@ void link_cancel_queue(struct daemon *d, struct queue *q);
 
 /*
  * link_rndv_recv_start - receive @r of @q matched RTS @send_id of
- * @msg_len bytes from @src (a remote node).  Registers the destination
+ * @msg_len bytes from @src (a remote node), whose completion names
+ * @sender_uid (engine_deliver_rts).  Registers the destination
  * (possibly waiting in the registration cache) and sends the RTR.  Takes
  * @r; when the rendezvous cannot start, @r goes back to its place among
  * the posted receives (or the next unexpected message it accepts is
@@ -366,7 +368,8 @@ void link_cancel_queue(struct daemon *d, struct queue *q);
  * a peer).
  */
 bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
-			  sl_addr_t src, uint64_t tag, uint64_t msg_len, uint64_t send_id);
+			  sl_addr_t src, uint32_t sender_uid, uint64_t tag, uint64_t msg_len,
+			  uint64_t send_id);
 
 /* Tell the receiver of rendezvous @recv_id that the send ended without
  * writing (@status != SL_OK), or with (SL_OK, peers that do not use the

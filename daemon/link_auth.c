@@ -648,3 +648,12 @@ const char *link_auth_how(const struct link *l)
 
 	return l->state == LINK_UP && ap && ap->how ? ap->how : "-";
 }
+
+uint32_t link_auth_sender_uid(const struct link *l, uint32_t claimed)
+{
+	const struct auth_peer *ap = peer_of(l);
+
+	/* Every keyed mode proves the key before a frame is acted on; the
+	 * address alone proves nothing about who sent. */
+	return mode_of(l->d) != SECURITY_NONE && ap && ap->how ? claimed : SL_UID_UNKNOWN;
+}

@@ -114,4 +114,16 @@ void link_auth_host_of(const char *name, char *buf, size_t len);
  * "key", "address", or "-" while the link is not up. */
 const char *link_auth_how(const struct link *l);
 
+/*
+ * link_auth_sender_uid - the sender_uid an EAGER or RTS on @l's current
+ * connection claims (@claimed: the sending node's uid of the sending
+ * queue, sl_wire.h), as the receive completion may name it: @claimed when
+ * the peer proved the cluster key on this connection ([security] mode
+ * authenticate: a daemon that holds the key is trusted to say which of
+ * its users sent), SL_UID_UNKNOWN in mode none, where anyone who reaches
+ * the listen port from the peer's address could claim any uid.  The uid
+ * is not mapped: it is the sending node's (struct sl_cqe.sender_uid).
+ */
+uint32_t link_auth_sender_uid(const struct link *l, uint32_t claimed);
+
 #endif

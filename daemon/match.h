@@ -42,7 +42,7 @@ struct match_msg {
 				 * unexpected_max_bytes (set by the engine;
 				 * at most eager_max + its overhead; their
 				 * sum, unexpected_bytes, is 64-bit) */
-	uint32_t sender_uid;	/* a local sender's uid, else SL_UID_UNKNOWN */
+	uint32_t sender_uid;	/* for the completion (engine_deliver) */
 	uint8_t *data;		/* owned by the caller (the engine); NULL
 				 * for rendezvous */
 	void *rndv;		/* owned by the caller: where a rendezvous

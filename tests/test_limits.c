@@ -951,8 +951,9 @@ static struct sl_cqe recv_one(struct sl_queue *q, void *buf, uint64_t cap, uint6
  * completion names the sending queue's uid when the sender is on this
  * node (eager, rendezvous, and a message that waited unexpected), so that
  * a server can authorize requests; SL_UID_UNKNOWN for a send's own
- * completion and for a message from another node (the wire carries no
- * uid).  Before, the field was reserved and read 0, root, for everyone.
+ * completion and for a message from another node without a cluster key
+ * (these nodes run in mode none; test_senderuid has the keyed cases).
+ * Before, the field was reserved and read 0, root, for everyone.
  */
 START_TEST(sender_uid_in_completion)
 {
