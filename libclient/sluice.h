@@ -139,13 +139,23 @@ enum sl_opcode {
  *            destination (SL_NODE_LOCAL resolved to the real node id).
  * @status:   enum sl_status.
  * @opcode:   enum sl_opcode.
- * @sender_uid: for a receive that got a message (SL_OK, SL_ERR_TRUNCATED)
- *            from a queue of this node, the uid of the process that
- *            opened the sending queue, as the daemon learnt it from the
- *            kernel (SO_PEERCRED): a server may authorize a request by
- *            it.  SL_UID_UNKNOWN for a message from another node (the
- *            wire does not carry it yet), for a send, and for every other
- *            status.  peer.node says which node sent it.
+ * @sender_uid: for a receive that got a message (SL_OK, SL_ERR_TRUNCATED),
+ *            the uid of the process that opened the sending queue, as
+ *            the sending node's daemon learnt it from the kernel
+ *            (SO_PEERCRED): a server may authorize a request by it.
+ *            From another node only when the daemons link with the
+ *            cluster key ([security] mode authenticate): the peer daemon
+ *            proved it holds the key, so it is trusted to say which of
+ *            its users sent (and so is every holder of the key, root of
+ *            every node included).  Without a key (mode none) a message
+ *            from another node reads SL_UID_UNKNOWN: anything that
+ *            reaches the listen port from the peer's address could claim
+ *            any uid.  The uid is the sending node's, not mapped:
+ *            peer.node says which node that is, and where the nodes'
+ *            user databases differ a server must map (peer.node,
+ *            sender_uid) itself, as an NFS server does with AUTH_SYS and
+ *            no idmap.  SL_UID_UNKNOWN also for a send, and for every
+ *            other status.
  */
 #define SL_UID_UNKNOWN 0xffffffffu
 struct sl_cqe {
