@@ -13,7 +13,8 @@
  *                     arrived), complete with sender_uid OTHER_UID and
  *                     peer.node S; the same user's local messages on R
  *                     keep their uid; root's bystander messages S -> R
- *                     carry uid 0, byte-exact
+ *                     carry uid 0, byte-exact; once with R dialling
+ *                     the link, once with R accepting it
  *   no_key_paths      the same in mode none: every message from S
  *                     completes SL_UID_UNKNOWN (anyone who reaches the
  *                     port could claim any uid), local ones keep theirs
@@ -392,14 +393,27 @@ static const struct msg_plan paths[] = {
 };
 #define N_PATHS (sizeof(paths) / sizeof(paths[0]))
 
-static void paths_test(bool keyed, const char *test)
+/* Node names for S and R such that R dials (the lower node id dials,
+ * link.c) or accepts: the uid is believed on either side of the
+ * handshake. */
+static void names_for(const char **names, bool receiver_dials)
 {
-	const char *names[] = { "uid-s", "uid-r" };
+	bool a_dials = sl_node_id("uid-a") < sl_node_id("uid-b");
+
+	names[NODE_R] = a_dials == receiver_dials ? "uid-a" : "uid-b";
+	names[NODE_S] = a_dials == receiver_dials ? "uid-b" : "uid-a";
+}
+
+static void paths_test(bool keyed, bool receiver_dials, const char *test)
+{
+	const char *names[2];
 	struct h_daemon ds[2];
 	struct receiver *rv = calloc(1, sizeof(*rv));
 	char key[128], conf[512];
 
 	H_ASSERT(rv, "calloc");
+	names_for(names, receiver_dials);
+	fprintf(stderr, "%s: the receiver's node %s\n", test, receiver_dials ? "dials" : "accepts");
 	if (keyed)
 		key_make(key, sizeof(key));
 	h_cluster_start_conf(ds, names, 2, conf_text(conf, sizeof(conf), keyed ? key : NULL, NULL));
@@ -420,14 +434,16 @@ static void paths_test(bool keyed, const char *test)
  * wire did not carry the uid), also between keyed daemons. */
 START_TEST(keyed_paths)
 {
-	paths_test(true, "keyed_paths");
+	paths_test(true, false, "keyed_paths");
+	paths_test(true, true, "keyed_paths");
 }
 END_TEST
 
 /* Without a key a uid on the wire proves nothing: unknown, as before. */
 START_TEST(no_key_paths)
 {
-	paths_test(false, "no_key_paths");
+	paths_test(false, false, "no_key_paths");
+	paths_test(false, true, "no_key_paths");
 }
 END_TEST
 
