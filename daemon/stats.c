@@ -112,6 +112,7 @@ static const struct stat_desc xport_stats[] = {
 	U64(struct xport_stats, cuts, "cuts"),
 	U64(struct xport_stats, grants, "grants"),
 	U64(struct xport_stats, grant_fails, "grant_fails"),
+	U64(struct xport_stats, grant_mw_binds, "grant_mw_binds"),
 	U64(struct xport_stats, grant_violations, "grant_violations"),
 	U64(struct xport_stats, grant_below, "grant_below"),
 	U64(struct xport_stats, grant_above, "grant_above"),

@@ -75,7 +75,9 @@
  * a remote access error, which breaks the connection (an RC QP cannot
  * drop one write and go on).
  *
- * Fault injection ([fault]) is the tcp transport's; this one ignores it.
+ * Fault injection ([fault]) is the tcp transport's; this one implements
+ * only write_shift_bytes (a peer writing outside its grant, which the
+ * receiving device must refuse) and ignores the rest.
  */
 #include "autoconfig.h"
 
@@ -963,6 +965,7 @@ static int verbs_post_write(struct xport_conn *c, const struct xport_write_wr *w
 {
 	struct verbs_xport *x = c->x;
 	struct verbs_slot *s;
+	uint64_t raddr;
 	uint32_t pos;
 	int rc;
 
@@ -989,8 +992,13 @@ static int verbs_post_write(struct xport_conn *c, const struct xport_write_wr *w
 		x->st.post_enomem++;
 		return rc;
 	}
+	/* The shift fault: a peer that writes where it was not granted (the
+	 * receiving device must refuse it: rxe-suite's grant step). */
+	raddr = wr->raddr + (uint64_t)(int64_t)x->base.params.faults.write_shift_bytes;
+	if (raddr != wr->raddr)
+		x->st.faults_injected++;
 	s = &c->slots[verbs_sq_slot(&c->sq, pos)];
-	verbs_wr_write(&s->wr, s->sge, pos, wr->laddr, wr->len, wr->lkey, wr->raddr, wr->rkey,
+	verbs_wr_write(&s->wr, s->sge, pos, wr->laddr, wr->len, wr->lkey, raddr, wr->rkey,
 		       wr->has_imm, wr->imm);
 	s->tx_mark = verbs_txring_mark(&c->tx);
 	s->payload_len = wr->len;
@@ -1815,8 +1823,10 @@ static int verbs_grant(struct xport_conn *c, uint64_t mr_handle, uint64_t addr, 
 		x->st.grant_fails++;
 		return rc;
 	}
-	if (mw)
+	if (mw) {
 		grant_post_bind(c, mw, *rkey, mr, addr, len);
+		x->st.grant_mw_binds++;
+	}
 	x->st.grants++;
 	return 0;
 }
@@ -2373,8 +2383,12 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 	ev_io_start(loop, &x->async_w);
 	if (params->faults.post_enomem_every || params->faults.reg_fail_after != UINT64_MAX ||
 	    params->faults.delay_completions_us || params->faults.cut_after_frames ||
-	    params->faults.cut_every_frames)
-		log_warn("verbs: [fault] is implemented by the tcp transport only: ignored");
+	    params->faults.cut_every_frames || params->faults.write_replay)
+		log_warn("verbs: [fault] keys other than write_shift_bytes are the tcp "
+			 "transport's: ignored");
+	if (params->faults.write_shift_bytes)
+		log_warn("verbs: [fault] write_shift_bytes = %d: every RDMA write goes that "
+			 "far from its grant", (int)params->faults.write_shift_bytes);
 	log_info("verbs: device %s port %u: SQ %u WRs, %u receive buffers of %u bytes %s, "
 		 "%llu KiB send ring per connection", x->dev_name, active_port(x->ctx),
 		 x->sq_depth, x->srq ? x->srq_cap : x->recv_depth, x->buf_size,

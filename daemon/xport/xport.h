@@ -182,6 +182,7 @@ struct xport_stats {
 	uint64_t access_errors;		/* writes refused: bad rkey or range */
 	uint64_t grants;		/* live grants now, every connection */
 	uint64_t grant_fails;		/* grant() calls that failed */
+	uint64_t grant_mw_binds;	/* grants made as memory windows (verbs) */
 	/* Writes refused by the grant check (tcp), by reason: the sum of
 	 * the four (grant.h, enum grant_verdict). */
 	uint64_t grant_violations;
