@@ -67,7 +67,8 @@
  * (ibv_alloc_mw) bound by an IBV_WR_BIND_MW on the connection's SQ to
  * exactly the RTR's range, ahead of the RTR in the same SQ (RC executes
  * the SQ in order); the window is bound to this QP, so no other
- * connection can use its key.  Without windows, each grant is a
+ * connection can use its key.  Without windows, and on Soft-RoCE (rxe),
+ * whose windows do not hold a write to their range, each grant is a
  * registration of exactly its range with remote write access (an
  * ibv_reg_mr per rendezvous: pinning and a syscall each, slower, see the
  * docs).  Revoking deallocates the window (or deregisters): its key is
@@ -126,6 +127,7 @@
 #define VERBS_DREQ_DELAY 0.1		/* s: a broken QP's DREQ waits this long */
 #define VERBS_LISTEN_BACKLOG 64
 #define VERBS_GRANTS_MAX 4096		/* live grants per connection */
+#define VERBS_RXE_VENDOR_ID 0xffffff	/* Soft-RoCE's (kernel rxe_param.h) */
 
 struct verbs_xport;
 struct verbs_rpool;
@@ -2239,6 +2241,7 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 	struct verbs_xport *x;
 	struct ibv_srq_init_attr sa;
 	uint32_t per_pool;
+	bool soft_roce;
 	int n = 0, rc;
 
 	if (params->sq_depth < 2 || params->max_mr < 1 || params->recv_depth < 1 ||
@@ -2307,10 +2310,17 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 		log_info("verbs: %s: %u receive buffers per connection, not %u (memory or "
 			 "device limit)", x->dev_name, x->recv_depth, params->recv_depth);
 	x->send_sge = x->attr.max_sge >= 2 ? 2 : 1;
-	x->use_mw = (x->attr.device_cap_flags &
-		     (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+	/* Soft-RoCE binds type-2 windows, but checks a write against the
+	 * registration under the window, not the window's range (rxe-suite
+	 * step 6, kernel 6.1: a write 8 KiB below its window landed): there
+	 * a grant is an exact registration, which rxe checks to the byte. */
+	soft_roce = x->attr.vendor_id == VERBS_RXE_VENDOR_ID;
+	x->use_mw = !soft_roce && (x->attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+							       IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
 	log_info("verbs: %s: rendezvous grants are %s", x->dev_name,
-		 x->use_mw ? "type-2 memory windows" :
+		 x->use_mw ? "type-2 memory windows" : soft_roce ?
+		 "registrations of their exact range (Soft-RoCE does not hold a write to "
+		 "its window's range)" :
 		 "registrations of their exact range (no type-2 memory windows)");
 	x->tx_bytes = align_up(4ull * x->buf_size + VERBS_TX_CTL_RESERVE, 4096);
 	if (x->tx_bytes < VERBS_TX_RING_MIN)
