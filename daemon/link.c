@@ -1528,6 +1528,31 @@ static void timeout_arm(struct link *l);
  */
 static void link_timed_out(struct link *l, bool bye);
 
+/*
+ * A write the peer's device refused (verbs: IBV_WC_REM_ACCESS_ERR, which
+ * breaks the QP) went outside its grant: its rendezvous fails
+ * SL_ERR_ACCESS at both ends (the FIN tells the receiver), as the tcp
+ * transport's check makes it fail, instead of being written again after
+ * the reconnect and breaking the next connection too.  Called once every
+ * WR has completed (the connection is gone).
+ */
+static void rndv_tx_refused(struct link *l)
+{
+	struct link_frame *f;
+
+again:
+	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
+		if (!f->write_refused)
+			continue;
+		f->write_refused = false;
+		if (frame_decided(f))
+			continue;
+		link_queue_fin(l, f->recv_id, SL_ERR_ACCESS);
+		if (send_decide(l, f, SL_ERR_ACCESS))
+			goto again;	/* @f left the list */
+	}
+}
+
 static void link_went_down(struct link *l, int err)
 {
 	struct link_frame *f;
@@ -1570,6 +1595,7 @@ static void link_went_down(struct link *l, int err)
 		f->last_posted = false;
 		f->write_failed = false;
 	}
+	rndv_tx_refused(l);
 	if (l->d->stopping)
 		return;
 	if (l->bye_rx) {
@@ -2125,6 +2151,8 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	 * send; success waits for the receiver's DONE. */
 	if ((wr_id & 1) && status)
 		f->write_failed = true;
+	if ((wr_id & 1) && status == -EACCES)
+		f->write_refused = true;
 	send_try_finish(l, f);
 }
 

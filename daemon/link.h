@@ -127,6 +127,7 @@ struct link_frame {
 	bool in_rndv, in_writes, in_reap;
 	bool last_posted;	/* the write with the immediate is posted */
 	bool write_failed;	/* a write completed with an error */
+	bool write_refused;	/* ... -EACCES: outside its grant (verbs) */
 	bool maybe_reached;	/* send: its last posted frame may have reached
 				 * the peer (its WR did not complete
 				 * XPORT_WR_UNSENT); such a send fails when the

@@ -373,7 +373,8 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  * would write more of @buf than this daemon may register at once ([rcache]
  * max_bytes; @buf untouched, the sender gets it too), SL_ERR_ACCESS when
  * the sending daemon wrote outside the range granted for this receive
- * (@buf may hold part of the message; the sender gets it too), or
+ * (@buf may hold part of the message; the sender gets it too; over verbs
+ * the device refuses the write and the receive stays posted instead), or
  * SL_ERR_CANCELED
  * when the daemon stops.  A receive still posted when its queue is closed
  * never completes (sl_queue_close).  A receive

@@ -74,7 +74,8 @@
  * docs).  Revoking deallocates the window (or deregisters): its key is
  * dead when that returns.  A write outside a grant fails on the device as
  * a remote access error, which breaks the connection (an RC QP cannot
- * drop one write and go on).
+ * drop one write and go on); the writer's refused WR completes -EACCES
+ * (refused_complete), and the link fails that rendezvous alone.
  *
  * Fault injection ([fault]) is the tcp transport's; this one implements
  * only write_shift_bytes (a peer writing outside its grant, which the
@@ -1061,6 +1062,23 @@ static void post_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- completions ---- */
 
+/*
+ * The peer's device refused the WR at @pos (a write outside its grant):
+ * the WRs before it are done (the NAK acknowledges them; RC completes in
+ * order), and it completes -EACCES, so that the link fails that
+ * rendezvous instead of writing it again (docs/rendezvous-grants.md); the
+ * rest are flushed by the break.
+ */
+static void refused_complete(struct xport_conn *c, uint32_t pos)
+{
+	uint32_t before = pos - c->sq.head;
+
+	if (before >= c->sq.posted - c->sq.head)
+		return;	/* not a WR the device has: leave it to the break */
+	complete_head(c, before, 0);
+	complete_head(c, 1, -EACCES);
+}
+
 static void send_wc(struct xport_conn *c, const struct ibv_wc *wc)
 {
 	int rc;
@@ -1074,6 +1092,8 @@ static void send_wc(struct xport_conn *c, const struct ibv_wc *wc)
 		else
 			log_warn("verbs: %s: send failed: %s (vendor error %#x)", c->name,
 				 ibv_wc_status_str(wc->status), wc->vendor_err);
+		if (wc->status == IBV_WC_REM_ACCESS_ERR)
+			refused_complete(c, (uint32_t)wc->wr_id);
 		conn_fail(c, verbs_wc_errno(wc->status));
 		return;
 	}
