@@ -123,6 +123,22 @@ static struct sl_queue *open_queue(const char *sock, uint32_t port, struct sl_ct
 	return q;
 }
 
+/* A receive on @rxq for @len bytes from @src, then the matching send from
+ * @txq to @dst; both with @ctx.  Exits when either cannot be posted. */
+static void post_pair(struct sl_queue *rxq, sl_addr_t src, void *rbuf, struct sl_queue *txq,
+		      sl_addr_t dst, const void *sbuf, size_t len, uint64_t tag, uint64_t ctx)
+{
+	int rc = sl_recv(rxq, src, tag, ~0ull, rbuf, len, ctx);
+
+	if (rc == 0)
+		rc = sl_send(txq, dst, tag, sbuf, len, ctx);
+	if (rc) {
+		printf("probe: FAILED: posting message %llu (tag %llu): %s\n",
+		       (unsigned long long)ctx, (unsigned long long)tag, strerror(-rc));
+		exit(1);
+	}
+}
+
 /* Wait for one completion and say what it was. */
 static bool expect_cqe(struct sl_queue *q, const char *who, int want, struct sl_cqe *cqe)
 {
@@ -174,13 +190,7 @@ int main(int argc, char **argv)
 	fill(sbuf, TARGET_LEN, 1);
 
 	/* The rendezvous. */
-	rc = sl_recv(rq, from, ATTACK_TAG, ~0ull, target, TARGET_LEN, 1);
-	if (rc == 0)
-		rc = sl_send(sq, to, ATTACK_TAG, sbuf, TARGET_LEN, 1);
-	if (rc) {
-		printf("probe: FAILED: posting the rendezvous: %s\n", strerror(-rc));
-		return 1;
-	}
+	post_pair(rq, from, target, sq, to, sbuf, TARGET_LEN, ATTACK_TAG, 1);
 	expect_cqe(sq, "the 1 MiB send", want_access ? SL_ERR_ACCESS : SL_OK, &cqe);
 	if (!want_access) {
 		if (expect_cqe(rq, "its receive", SL_OK, &cqe)) {
@@ -196,11 +206,12 @@ int main(int argc, char **argv)
 			 sl_strerror(cqe.status) : "still posted (given back) after 5 s");
 		check(rc == 0 || (rc == 1 && cqe.status == SL_ERR_ACCESS), line);
 	}
-	snprintf(line, sizeof(line), "victims intact (%zu bytes below, %zu above changed)",
-		 not_byte(rbuf, VICTIM_LEN, VICTIM_BYTE),
-		 not_byte(target + TARGET_LEN, VICTIM_LEN, VICTIM_BYTE));
-	check(not_byte(rbuf, VICTIM_LEN, VICTIM_BYTE) == 0 &&
-	      not_byte(target + TARGET_LEN, VICTIM_LEN, VICTIM_BYTE) == 0, line);
+	size_t below = not_byte(rbuf, VICTIM_LEN, VICTIM_BYTE);
+	size_t above = not_byte(target + TARGET_LEN, VICTIM_LEN, VICTIM_BYTE);
+
+	snprintf(line, sizeof(line), "victims intact (%zu bytes below, %zu above changed)", below,
+		 above);
+	check(below == 0 && above == 0, line);
 
 	/* Bystanders: eager sender -> receiver, a rendezvous back. */
 	uint8_t *eager_rx = target + TARGET_LEN + VICTIM_LEN, *back_rx = sbuf + TARGET_LEN;
@@ -209,24 +220,11 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < EAGER_N; i++) {
 		fill(eager_tx + (size_t)i * EAGER_LEN, EAGER_LEN, 100 + i);
-		rc = sl_recv(rq, from, EAGER_TAG, ~0ull, eager_rx + (size_t)i * EAGER_LEN,
-			     EAGER_LEN, 100 + i);
-		if (rc == 0)
-			rc = sl_send(sq, to, EAGER_TAG, eager_tx + (size_t)i * EAGER_LEN, EAGER_LEN,
-				     100 + i);
-		if (rc) {
-			printf("probe: FAILED: posting eager message %d: %s\n", i, strerror(-rc));
-			return 1;
-		}
+		post_pair(rq, from, eager_rx + (size_t)i * EAGER_LEN, sq, to,
+			  eager_tx + (size_t)i * EAGER_LEN, EAGER_LEN, EAGER_TAG, 100 + i);
 	}
 	fill(back_tx, BACK_LEN, 7);
-	rc = sl_recv(sq, to, BACK_TAG, ~0ull, back_rx, BACK_LEN, 200);
-	if (rc == 0)
-		rc = sl_send(rq, from, BACK_TAG, back_tx, BACK_LEN, 200);
-	if (rc) {
-		printf("probe: FAILED: posting the rendezvous back: %s\n", strerror(-rc));
-		return 1;
-	}
+	post_pair(sq, to, back_rx, rq, from, back_tx, BACK_LEN, BACK_TAG, 200);
 	/* The sender's queue: 16 sends and the receive back; the
 	 * receiver's: 16 receives and the send back. */
 	bool back_rx_ok = false, back_tx_ok = false;
