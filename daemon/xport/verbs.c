@@ -2332,7 +2332,7 @@ struct xport *xport_verbs_create(struct ev_loop *loop, const struct xport_upcall
 	x->send_sge = x->attr.max_sge >= 2 ? 2 : 1;
 	/* Soft-RoCE binds type-2 windows, but lets a write land outside the
 	 * window's range, inside the registration under it (rxe-suite step
-	 * 6, kernel 6.1: a write 8 KiB below its window landed): there a
+	 * 5, kernel 6.1: a write 8 KiB below its window landed): there a
 	 * grant is an exact registration, which rxe checks to the byte. */
 	soft_roce = x->attr.vendor_id == VERBS_RXE_VENDOR_ID;
 	x->use_mw = !soft_roce && (x->attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
