@@ -416,8 +416,19 @@ int main(int argc, char **argv)
 	static struct daemon dm;
 	struct daemon *d = &dm;
 	enum run_mode mode = RUN_DAEMON;
+	sigset_t early;
 	int rc;
 
+	/* A reload (SIGHUP) or a statistics request (SIGUSR1) that comes
+	 * while the daemon starts must wait for the loop's watchers: both
+	 * terminate a process by default.  Blocked until they exist; threads
+	 * started meanwhile (release.c) keep them blocked for good, so that
+	 * the main thread's handlers take them. */
+	if (sigemptyset(&early) < 0 || sigaddset(&early, SIGHUP) < 0 ||
+	    sigaddset(&early, SIGUSR1) < 0 || sigprocmask(SIG_BLOCK, &early, NULL) < 0) {
+		fprintf(stderr, "sluiced: blocking SIGHUP and SIGUSR1: %s\n", strerror(errno));
+		return 1;
+	}
 	rc = daemon_init(d);
 	if (rc) {
 		fprintf(stderr, "sluiced: defaults: %s\n", strerror(-rc));
@@ -494,6 +505,14 @@ int main(int argc, char **argv)
 	if (rc)
 		goto out;
 	daemon_stats_init(d);
+	/* libev's handlers for both are in place (its default loop uses
+	 * handlers, not signalfd): what came during the start is delivered
+	 * now, to them. */
+	if (sigprocmask(SIG_UNBLOCK, &early, NULL) < 0) {
+		rc = -errno;
+		log_err("unblocking SIGHUP and SIGUSR1: %m");
+		goto out;
+	}
 	daemon_progress_init(d);
 	if (d->cfg.listen_set)
 		log_info("node %s (%08x) ready: socket %s, transport %s on %s:%u, eager_max %u",

@@ -7,14 +7,17 @@
  * WATCHDOG=1, STATUS=, STOPPING=1 on a socket the test owns),
  * --check-config / --print-config, and systemd-analyze verify of the unit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -634,6 +637,128 @@ static void notify_read(int fd, char *acc, size_t cap, int ms)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Signals while the daemon starts                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * SIGHUP (reload) and SIGUSR1 (statistics) terminate a process by
+ * default, and sluiced took them over only when its loop's watchers
+ * started, after the configuration, the keys and the transport: a reload
+ * or a statistics request (a monitoring timer, logrotate) that came while
+ * it started killed it (exit by signal 10, seen in the Soft-RoCE suite).
+ * The daemon now blocks both as main() begins, so they wait for the loop.
+ * A second process signals every starting daemon, as soon as its
+ * /proc/PID/status shows them blocked, until the start returns; each
+ * daemon must come up, answer, and stop cleanly.
+ */
+#define STORM_SIGS ((1ull << (SIGHUP - 1)) | (1ull << (SIGUSR1 - 1)))
+#define STORM_ROUNDS_MAX 100	/* starts until one was signalled while starting */
+
+struct storm {
+	volatile int stop;
+	volatile int starting;		/* the parent is inside h_daemon_start() */
+	volatile unsigned early;	/* signals sent while it was */
+};
+
+/* The pid of a running sluiced whose parent is @parent, or 0. */
+static pid_t storm_find(pid_t parent)
+{
+	DIR *dp = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	if (!dp)
+		return 0;
+	while (!found && (e = readdir(dp))) {
+		char path[300], buf[256], *close_paren;
+		int ppid;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && strstr(buf, " (sluiced) ") &&
+		    (close_paren = strrchr(buf, ')')) &&
+		    sscanf(close_paren + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent)
+			found = (pid_t)atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(dp);
+	return found;
+}
+
+/* Does @pid block SIGHUP and SIGUSR1 now? */
+static bool storm_blocked(pid_t pid)
+{
+	char path[64], line[128];
+	unsigned long long mask = 0;
+	bool seen = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigBlk: %llx", &mask) == 1) {
+			seen = true;
+			break;
+		}
+	fclose(f);
+	return seen && (mask & STORM_SIGS) == STORM_SIGS;
+}
+
+START_TEST(signals_during_start)
+{
+	struct storm *st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct h_daemon a;
+	unsigned round, sent_before = 0;
+	pid_t parent = getpid(), storm;
+	int status;
+
+	H_ASSERT(st != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(st, 0, sizeof(*st));
+	storm = h_fork();
+	if (storm == 0) {
+		while (!st->stop) {
+			pid_t pid = st->starting ? storm_find(parent) : 0;
+
+			if (pid > 0 && storm_blocked(pid) && st->starting &&
+			    kill(pid, SIGHUP) == 0 && kill(pid, SIGUSR1) == 0)
+				st->early++;
+			else
+				sched_yield();
+		}
+		_exit(0);
+	}
+	for (round = 0; round < STORM_ROUNDS_MAX; round++) {
+		st->starting = 1;
+		h_daemon_start(&a, "stormed", 0, NULL, 0);
+		st->starting = 0;
+		/* Alive, and its statistics signal works (a fresh file). */
+		H_EQ(h_daemon_stat(&a, "daemon.sqes"), 0);
+		h_daemon_stop(&a);	/* asserts exit status 0, not a signal */
+		if (st->early > sent_before)
+			break;
+		sent_before = st->early;
+	}
+	st->stop = 1;
+	H_EQ(waitpid(storm, &status, 0), storm);
+	H_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "signaller: status %#x", status);
+	printf("signals_during_start: %u SIGHUP+SIGUSR1 pairs during %u start(s)\n", st->early,
+	       round + 1 > STORM_ROUNDS_MAX ? STORM_ROUNDS_MAX : round + 1);
+	H_ASSERT(st->early > 0, "in %u starts sluiced never showed SIGHUP and SIGUSR1 blocked "
+		 "while starting (/proc/PID/status SigBlk): a reload or statistics request "
+		 "during its start would kill it", STORM_ROUNDS_MAX);
+	munmap(st, sizeof(*st));
+}
+END_TEST
+
 START_TEST(notify_ready_watchdog_stopping)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -855,6 +980,7 @@ int main(void)
 	tcase_add_test(tc, drain_refuses_arrivals);
 	tc = h_tcase(s, "notify", 20);
 	tcase_add_test(tc, notify_ready_watchdog_stopping);
+	tcase_add_test(tc, signals_during_start);
 	tc = h_tcase(s, "config", 30);
 	tcase_add_test(tc, check_and_print_config);
 	tcase_add_test(tc, check_config_agrees_with_start);
