@@ -188,6 +188,8 @@ static const struct om_family families[] = {
 	C("xport", "grant_revoked", "xport_grant_revoked",
 	  "Writes refused: the grant was revoked."),
 	C("xport", "grant_unknown", "xport_grant_unknown", "Writes refused: no such grant."),
+	C("xport", "grant_mw_binds", "xport_grant_mw_binds",
+	  "Write grants made as memory-window binds (verbs; registrations elsewhere)."),
 	/* rcache */
 	C("rcache", "hits", "rcache_hits", "Registration cache lookups served at once."),
 	C("rcache", "misses", "rcache_misses", "Registration cache lookups that needed a registration."),
