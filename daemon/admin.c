@@ -7,16 +7,29 @@
  *   status   node, node_id (hex), incarnation (hex), version, pid,
  *            uptime_s (number), transport, listen ("host:port" or null),
  *            clients, queues, links, links_up, log_level, loop: {every
- *            loop.* statistic: iteration_max_ms, stalls, stall_max_ms}
- *   clients  {"clients": [{pid, uid, gid, queues: [ids], in_flight}]}
+ *            loop.* statistic: iteration_max_ms, stalls, stall_max_ms},
+ *            memory: {the totals of "memory" below}
+ *   clients  {"clients": [{pid, uid, gid, queues: [ids], in_flight,
+ *            queue_count, arena_bytes, mapped_bytes}]}
  *   uids     {"uids": [{uid, contexts, queues, arena_bytes, in_flight}],
  *            "limits": {contexts, queues, arena_bytes, in_flight}}: what
  *            each uid with a client holds, and the bounds (uid_quota.h)
  *   queues   {"queues": [{id, port, pid, uid, sq_used, sq_depth, cq_used,
  *            cq_depth, in_flight, posted_recvs, unexpected,
- *            unexpected_bytes, sqes, cqes}]}
+ *            unexpected_bytes, sqes, cqes, msgs_tx, bytes_tx, msgs_rx,
+ *            bytes_rx, naks, arena_bytes}]}
  *   links    {"links": [{peer, node_id (hex), address, last_error (string
- *            or null), and every link.PEER.* statistic of stats.c}]}
+ *            or null), and every link.PEER.* statistic of stats.c, and
+ *            state_for_ms (up for, or down for, since it last changed),
+ *            heard_ago_ms (since the last frame from the peer; null
+ *            before the first)}]}
+ *   memory   {"totals": {rss_bytes, arena_bytes, mapped_bytes,
+ *            unexpected_bytes, link_buffer_bytes, retransmit_bytes},
+ *            "clients": [{pid, queue_count, arena_bytes, mapped_bytes,
+ *            unexpected_bytes}], "queues": [{id, pid, arena_bytes,
+ *            mapped_bytes, unexpected_bytes}], "links": [{peer,
+ *            xport_tx_bytes, xport_rx_bytes (null: the transport does not
+ *            tell), retransmit_frames, retransmit_bytes}]} (mem_usage.h)
  *   rcache   every rcache.* statistic
  *   counters {"daemon": {daemon.*}, "completions": {status: count},
  *            "xport": {xport.*}}
@@ -42,6 +55,7 @@
 #include "fd_reserve.h"
 #include "link.h"
 #include "log.h"
+#include "mem_usage.h"
 #include "peer_groups.h"
 #include "queue.h"
 #include "rate_log.h"
@@ -160,6 +174,30 @@ static void format_hostport(char *buf, size_t len, const char *host, uint16_t po
 /* Commands: each fills @o and returns false when json-c ran out.       */
 /* ------------------------------------------------------------------ */
 
+/* The daemon's memory totals (mem_usage.h) as an object; NULL when
+ * json-c ran out. */
+static struct json_object *memory_totals(struct daemon *d)
+{
+	struct json_object *o = json_object_new_object();
+	struct mem_totals t;
+	bool ok = true;
+
+	if (!o)
+		return NULL;
+	mem_totals(d, &t);
+	jset_u64(o, "rss_bytes", t.rss, &ok);
+	jset_u64(o, "arena_bytes", t.arena, &ok);
+	jset_u64(o, "mapped_bytes", t.mapped, &ok);
+	jset_u64(o, "unexpected_bytes", t.unexpected, &ok);
+	jset_u64(o, "link_buffer_bytes", t.link_buffers, &ok);
+	jset_u64(o, "retransmit_bytes", t.retransmit, &ok);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
 static bool cmd_status(struct daemon *d, struct json_object *o)
 {
 	char buf[CONFIG_HOST_MAX + 16];
@@ -189,9 +227,21 @@ static bool cmd_status(struct daemon *d, struct json_object *o)
 	jset_u64(o, "links_up", up, &ok);
 	jset_str(o, "log_level", log_level_name(log_get_level()), &ok);
 	jset(o, "loop", lv.obj, &ok);
+	jset(o, "memory", memory_totals(d), &ok);
 	if (ok)
 		stats_visit_loop(d, json_stat, &lv);
 	return ok && lv.ok;
+}
+
+/* Bytes of the queue segments of session @s (header, rings, arena). */
+static uint64_t session_mapped_bytes(const struct session *s)
+{
+	const struct queue *q;
+	uint64_t n = 0;
+
+	TAILQ_FOREACH(q, &s->queues, by_session)
+		n += q->seg_size;
+	return n;
 }
 
 static bool cmd_clients(struct daemon *d, struct json_object *o)
@@ -222,6 +272,9 @@ static bool cmd_clients(struct daemon *d, struct json_object *o)
 		TAILQ_FOREACH(q, &s->queues, by_session)
 			jappend(qs, json_object_new_uint64(q->id), &ok);
 		jset_u64(c, "in_flight", s->in_flight, &ok);
+		jset_u64(c, "queue_count", s->n_queues, &ok);
+		jset_u64(c, "arena_bytes", s->arena_bytes, &ok);
+		jset_u64(c, "mapped_bytes", session_mapped_bytes(s), &ok);
 	}
 	return ok;
 }
@@ -274,8 +327,22 @@ static bool cmd_queues(struct daemon *d, struct json_object *o)
 		jset_u64(j, "unexpected_bytes", q->mq.unexpected_bytes, &ok);
 		jset_u64(j, "sqes", q->sqes, &ok);
 		jset_u64(j, "cqes", q->cqes, &ok);
+		jset_u64(j, "msgs_tx", q->msgs_tx, &ok);
+		jset_u64(j, "bytes_tx", q->bytes_tx, &ok);
+		jset_u64(j, "msgs_rx", q->msgs_rx, &ok);
+		jset_u64(j, "bytes_rx", q->bytes_rx, &ok);
+		jset_u64(j, "naks", q->naks, &ok);
+		jset_u64(j, "arena_bytes", q->arena_size, &ok);
 	}
 	return ok;
+}
+
+/* Milliseconds from @t (ev_now() then) to now. */
+static uint64_t ms_since(struct daemon *d, ev_tstamp t)
+{
+	ev_tstamp dt = ev_now(d->loop) - t;
+
+	return dt > 0 ? (uint64_t)(dt * 1e3 + 0.5) : 0;
 }
 
 static bool cmd_links(struct daemon *d, struct json_object *o)
@@ -304,8 +371,81 @@ static bool cmd_links(struct daemon *d, struct json_object *o)
 		else
 			jset_null(jv.obj, "last_error", &jv.ok);
 		stats_visit_link(l, json_stat, &jv);
+		jset_u64(jv.obj, "state_for_ms", ms_since(d, l->updown_at), &jv.ok);
+		if (l->rx_at > 0)
+			jset_u64(jv.obj, "heard_ago_ms", ms_since(d, l->rx_at), &jv.ok);
+		else
+			jset_null(jv.obj, "heard_ago_ms", &jv.ok);
 		if (!jv.ok)
 			return false;
+	}
+	return ok;
+}
+
+static bool cmd_memory(struct daemon *d, struct json_object *o)
+{
+	struct json_object *clients = json_object_new_array();
+	struct json_object *queues = json_object_new_array();
+	struct json_object *links = json_object_new_array();
+	struct session *s;
+	struct queue *q;
+	bool ok = true;
+	size_t i;
+
+	jset(o, "totals", memory_totals(d), &ok);
+	jset(o, "clients", clients, &ok);
+	jset(o, "queues", queues, &ok);
+	jset(o, "links", links, &ok);
+	if (!ok)
+		return false;
+	TAILQ_FOREACH(s, &d->sessions, link) {
+		struct json_object *c = json_object_new_object();
+		uint64_t unexp = 0;
+
+		jappend(clients, c, &ok);
+		if (!ok)
+			return false;
+		TAILQ_FOREACH(q, &s->queues, by_session)
+			unexp += q->mq.unexpected_bytes;
+		jset_u64(c, "pid", (uint64_t)s->pid, &ok);
+		jset_u64(c, "queue_count", s->n_queues, &ok);
+		jset_u64(c, "arena_bytes", s->arena_bytes, &ok);
+		jset_u64(c, "mapped_bytes", session_mapped_bytes(s), &ok);
+		jset_u64(c, "unexpected_bytes", unexp, &ok);
+	}
+	TAILQ_FOREACH(q, &d->queues, all) {
+		struct json_object *j = json_object_new_object();
+
+		jappend(queues, j, &ok);
+		if (!ok)
+			return false;
+		jset_u64(j, "id", q->id, &ok);
+		if (q->owner)
+			jset_u64(j, "pid", (uint64_t)q->owner->pid, &ok);
+		else
+			jset_null(j, "pid", &ok);
+		jset_u64(j, "arena_bytes", q->arena_size, &ok);
+		jset_u64(j, "mapped_bytes", q->seg_size, &ok);
+		jset_u64(j, "unexpected_bytes", q->mq.unexpected_bytes, &ok);
+	}
+	for (i = 0; i < d->n_links; i++) {
+		struct json_object *j = json_object_new_object();
+		struct mem_link m;
+
+		jappend(links, j, &ok);
+		if (!ok)
+			return false;
+		mem_link_usage(d->links[i], &m);
+		jset_str(j, "peer", d->links[i]->peer->name, &ok);
+		if (m.xport_known) {
+			jset_u64(j, "xport_tx_bytes", m.xport_tx, &ok);
+			jset_u64(j, "xport_rx_bytes", m.xport_rx, &ok);
+		} else {
+			jset_null(j, "xport_tx_bytes", &ok);
+			jset_null(j, "xport_rx_bytes", &ok);
+		}
+		jset_u64(j, "retransmit_frames", m.retransmit_frames, &ok);
+		jset_u64(j, "retransmit_bytes", m.retransmit_bytes, &ok);
 	}
 	return ok;
 }
@@ -423,6 +563,7 @@ static const struct {
 	{ "links", cmd_links },
 	{ "rcache", cmd_rcache },
 	{ "counters", cmd_counters },
+	{ "memory", cmd_memory },
 };
 
 /* ------------------------------------------------------------------ */

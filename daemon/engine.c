@@ -41,6 +41,15 @@ static void complete_from(struct queue *q, uint8_t opcode, sl_addr_t peer, uint6
 		.sender_uid = sender_uid,
 	};
 
+	if (status == SL_OK && opcode == SL_OP_SEND) {
+		q->msgs_tx++;
+		q->bytes_tx += len;
+	} else if (status == SL_OK && opcode == SL_OP_RECV) {
+		q->msgs_rx++;
+		q->bytes_rx += len;
+	} else if (status == SL_NAK_BUSY || status == SL_NAK_RECEIVER_FULL) {
+		q->naks++;
+	}
 	queue_complete(q, &cqe);
 }
 

@@ -160,6 +160,10 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 		l->gone[l->gone_next].status = f->status;
 		l->gone_next = (l->gone_next + 1) % LINK_GONE_MAX;
 	}
+	if (f->status == SL_OK) {
+		l->msgs_tx++;
+		l->bytes_tx += f->len;
+	}
 	engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, f->status);
 	queue_put(f->q);
 	free(f);
@@ -1125,6 +1129,8 @@ static void rndv_recv_complete(struct rndv_recv *rr)
 	if (f)
 		f->ctl_send_id = rr->send_id;
 	rr->l->rndv_rx_done++;
+	rr->l->msgs_rx++;
+	rr->l->bytes_rx += rr->wlen;
 	engine_complete_recv_from(rr->q, rr->src, rr->sender_uid, rr->tag, rr->msg_len,
 				  r->user_ctx, rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
 	rndv_recv_free(rr);
@@ -1568,6 +1574,7 @@ static void link_went_down(struct link *l, int err)
 	 * connection that never got past its HELLO does not restart it). */
 	if (l->state == LINK_UP) {
 		l->down_since = ev_now(l->d->loop);
+		l->updown_at = l->down_since;
 		/* Broken for want of acks, or of any frame: silent since the
 		 * last one. */
 		if (err == -ETIMEDOUT) {
@@ -2070,6 +2077,7 @@ static void link_up(struct link *l)
 	 * peer may be configured differently. */
 	l->d->xp->ops->set_rx_limit(l->conn, SL_WIRE_PAYLOAD_MAX);
 	l->state = LINK_UP;
+	l->updown_at = ev_now(l->d->loop);
 	l->timed_out = false;
 	l->dial_warned = false;
 	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
@@ -2233,6 +2241,10 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 					wf->u.eager.dst_port, wf->u.eager.tag, payload,
 					wf->payload_len);
 		d->ctr.remote_msgs_rx++;
+	}
+	if (status == SL_OK) {
+		l->msgs_rx++;
+		l->bytes_rx += wf->payload_len;
 	}
 	if (status != SL_OK)
 		queue_nak(l, wf->seq, (uint32_t)status);
@@ -2545,6 +2557,7 @@ int link_setup_all(struct daemon *d)
 		l->redial_delay = d->cfg.redial_min_ms / 1e3;
 		l->ack_backoff = 1;
 		l->down_since = ev_now(d->loop);
+		l->updown_at = l->down_since;
 		TAILQ_INIT(&l->backlog);
 		TAILQ_INIT(&l->unacked);
 		TAILQ_INIT(&l->rndv_tx);

@@ -299,6 +299,12 @@ struct link {
 	uint64_t illegal_moves;		/* frame_move() refused: a bug */
 	uint64_t silences;		/* connections broken: nothing heard */
 	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
+	/* Messages moved, and their payload bytes: sends the peer took
+	 * (completed SL_OK), messages from the peer delivered here (eager
+	 * accepted by a queue, rendezvous written in place). */
+	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
+	ev_tstamp updown_at;		/* ev_now() when the link last came up or
+					 * went down (from up), or was created */
 	/* Liveness (link.c, alive_cb): a frame goes out at least every
 	 * 0.5 s while the link is up (an ACK if nothing else does), and
 	 * nothing heard (no byte: xport last_rx) for max(ack_timeout_ms x

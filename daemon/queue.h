@@ -63,6 +63,11 @@ struct queue {
 
 	/* Counters for sluicectl. */
 	uint64_t sqes, cqes;
+	/* Completions that moved a message (engine.c, complete_from): sends
+	 * and receives with SL_OK, their bytes (the CQE's len); sends
+	 * refused by the receiver (SL_NAK_*).  sluicectl --watch makes rates
+	 * of them. */
+	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx, naks;
 };
 
 /*

@@ -165,6 +165,10 @@ static const struct stat_desc link_stats[] = {
 	MS(struct link, rx_gap_max, "rx_gap_max_ms"),
 	SPECIAL(SK_LINK_INCARNATION, "incarnation"),
 	SPECIAL(SK_LINK_AUTH, "auth"),
+	U64(struct link, msgs_tx, "msgs_tx"),
+	U64(struct link, bytes_tx, "bytes_tx"),
+	U64(struct link, msgs_rx, "msgs_rx"),
+	U64(struct link, bytes_rx, "bytes_rx"),
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))

@@ -1142,6 +1142,13 @@ static const char *tcp_peer_name(const struct xport_conn *c)
 	return c->name;
 }
 
+static void tcp_buffer_bytes(const struct xport_conn *c, uint64_t *tx_bytes,
+			     uint64_t *rx_bytes)
+{
+	*tx_bytes = (uint64_t)(c->sq_mask + 1) * sizeof(*c->sq);
+	*rx_bytes = c->rx_cap;
+}
+
 static ev_tstamp tcp_last_rx(const struct xport_conn *c)
 {
 	return c->rx_at;
@@ -1324,6 +1331,7 @@ static const struct xport_ops tcp_ops = {
 	.close = tcp_close,
 	.peer_name = tcp_peer_name,
 	.last_rx = tcp_last_rx,
+	.buffer_bytes = tcp_buffer_bytes,
 	.destroy = tcp_destroy,
 };
 

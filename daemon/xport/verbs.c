@@ -2053,6 +2053,14 @@ static void verbs_destroy(struct xport *xb)
 	free(x);
 }
 
+static void verbs_buffer_bytes(const struct xport_conn *c, uint64_t *tx_bytes,
+			       uint64_t *rx_bytes)
+{
+	*tx_bytes = (uint64_t)(c->sq.mask + 1) * sizeof(*c->slots) +
+		    (c->tx_mem ? c->x->tx_bytes : 0);
+	*rx_bytes = c->rpool ? (uint64_t)c->rpool->n * c->rpool->size : 0;
+}
+
 static const struct xport_ops verbs_ops = {
 	.name = "verbs",
 	.listen = verbs_listen,
@@ -2073,6 +2081,7 @@ static const struct xport_ops verbs_ops = {
 	.set_rx_limit = verbs_set_rx_limit,
 	.close = verbs_close,
 	.peer_name = verbs_peer_name,
+	.buffer_bytes = verbs_buffer_bytes,
 	.destroy = verbs_destroy,
 };
 

@@ -275,6 +275,15 @@ struct xport_ops {
 	 * peer, so a frame or write that takes longer than the silence limit
 	 * to cross does not make a talking peer look silent. */
 	ev_tstamp (*last_rx)(const struct xport_conn *c);
+	/* Optional (NULL: the transport does not tell): bytes of memory this
+	 * transport allocated for @c and holds now, as allocated: *tx_bytes
+	 * for sending (tcp: the WR ring; verbs: the WR slots and the
+	 * registered staging ring), *rx_bytes for receiving (tcp: the frame
+	 * buffer, grown to the largest frame seen; verbs: the connection's
+	 * own receive buffers, 0 with a shared receive queue).  Kernel
+	 * socket buffers and device memory are not counted.  For sluicectl
+	 * memory (admin.c). */
+	void (*buffer_bytes)(const struct xport_conn *c, uint64_t *tx_bytes, uint64_t *rx_bytes);
 	void (*destroy)(struct xport *x);
 };
 
