@@ -4,11 +4,12 @@
  *
  *   sluicectl [-s|--socket PATH] [-r|--runtime-dir DIR] [-j|--json]
  *             [-f|--format FORMAT] [-o|--output FILE]
- *             [-w|--watch SECONDS] [-h|--help] [-V|--version] COMMAND
+ *             [-w|--watch SECONDS] [-h|--help] [-V|--version] COMMAND [WHICH]
  *
  * Exit status: 0 success; 1 sluiced is not running (no socket, or the
- * connection refused); 2 usage error; 3 permission denied; 4 any other
- * error (no or bad reply, an error reply from the daemon).
+ * connection refused), or WHICH names no link, queue or client; 2 usage
+ * error; 3 permission denied; 4 any other error (no or bad reply, an
+ * error reply from the daemon).
  */
 #define _GNU_SOURCE
 #include "autoconfig.h"
@@ -32,6 +33,7 @@
 
 #include "common.h"
 #include "openmetrics.h"
+#include "ctl_rates.h"
 
 #define ADMIN_SOCKET_NAME "sluiced-admin.sock"
 #define DEFAULT_RUNTIME_DIR "/run/sluice"
@@ -51,17 +53,20 @@ enum exit_code {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sluicectl [OPTION]... COMMAND\n"
+		"Usage: sluicectl [OPTION]... COMMAND [WHICH]\n"
 		"Show what the running sluiced is doing, from its admin socket.\n\n"
 		"Commands:\n"
-		"  status     node, transport, uptime, how many clients, queues, links\n"
-		"  clients    connected client processes and their queues\n"
-		"  uids       per user: contexts, queues, arena bytes, in flight, and limits\n"
-		"  queues     every queue: ring occupancy, in flight, receives, unexpected\n"
-		"  links      every peer link: state, how it was authenticated, sequence\n"
-		"             numbers, credits, backlog\n"
-		"  rcache     registration cache counters\n"
-		"  counters   daemon counters, completions by status, transport counters\n\n"
+		"  status        node, transport, uptime, how many clients, queues, links,\n"
+		"                memory\n"
+		"  clients [PID] connected client processes: queues, arena bytes, in flight\n"
+		"  uids          per user: contexts, queues, arena bytes, in flight, and limits\n"
+		"  queues [ID]   every queue: ring occupancy, in flight, receives, unexpected,\n"
+		"                messages, bytes and NAKs\n"
+		"  links [PEER]  every peer link: state and since when, last heard, messages,\n"
+		"                bytes and NAKs each way, sequence numbers, credits, backlog\n"
+		"  memory        RSS, arenas, unexpected messages, link buffers\n"
+		"  rcache        registration cache counters\n"
+		"  counters      daemon counters, completions by status, transport counters\n\n"
 		"Options:\n"
 		"  -s, --socket PATH       admin socket (default: $SLUICE_RUNTIME_DIR/%s,\n"
 		"                          else %s/%s)\n"
@@ -73,11 +78,13 @@ static void usage(FILE *out)
 		"  -o, --output FILE       with openmetrics or prometheus: replace FILE\n"
 		"                          atomically instead of printing (a textfile\n"
 		"                          collector's .prom file)\n"
-		"  -w, --watch SECONDS     repeat every SECONDS until interrupted\n"
+		"  -w, --watch SECONDS     repeat every SECONDS until interrupted, with a\n"
+		"                          timestamp and, for links and queues, rates per\n"
+		"                          second since the last refresh\n"
 		"  -h, --help              show this help\n"
 		"  -V, --version           show the version\n\n"
-		"Exit status: 0 success, 1 sluiced not running, 2 usage error,\n"
-		"3 permission denied, 4 other error.\n",
+		"Exit status: 0 success, 1 sluiced not running or no such PEER, ID or PID,\n"
+		"2 usage error, 3 permission denied, 4 other error.\n",
 		ADMIN_SOCKET_NAME, DEFAULT_RUNTIME_DIR, ADMIN_SOCKET_NAME, ADMIN_SOCKET_NAME);
 }
 
@@ -312,7 +319,7 @@ static int query(const char *path, const char *cmd, struct json_object **reply_p
 /* Tables                                                               */
 /* ------------------------------------------------------------------ */
 
-#define TABLE_COLS_MAX 17
+#define TABLE_COLS_MAX 25
 #define CELL_MAX 128
 
 struct table {
@@ -449,6 +456,29 @@ static void fmt_duration(char *buf, size_t len, double s)
 		snprintf(buf, len, "%.1f s", s);
 }
 
+/* A table cell's duration, without spaces: "0.4s", "5m03s", "2h05m",
+ * "3d04h"; "-" for a missing or null @key (milliseconds). */
+static void cell_age(char *buf, struct json_object *o, const char *key)
+{
+	struct json_object *v = field(o, key);
+	uint64_t ms, t;
+
+	if (!v || !json_object_is_type(v, json_type_int)) {
+		snprintf(buf, CELL_MAX, "-");
+		return;
+	}
+	ms = json_object_get_uint64(v);
+	t = ms / 1000;
+	if (t < 60)
+		snprintf(buf, CELL_MAX, "%.1fs", (double)ms / 1e3);
+	else if (t < 3600)
+		snprintf(buf, CELL_MAX, "%" PRIu64 "m%02" PRIu64 "s", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, CELL_MAX, "%" PRIu64 "h%02" PRIu64 "m", t / 3600, t / 60 % 60);
+	else
+		snprintf(buf, CELL_MAX, "%" PRIu64 "d%02" PRIu64 "h", t / 86400, t / 3600 % 24);
+}
+
 /* "key  value" lines for every field of @o in its order, the values
  * aligned, numbers right-aligned. */
 static void print_pairs(struct json_object *o, const char *indent)
@@ -507,44 +537,51 @@ static void show_status(struct json_object *o)
 		       num(field(o, "loop"), "iteration_max_ms"), num(field(o, "loop"), "stalls"),
 		       num(field(o, "loop"), "stall_max_ms"),
 		       num(field(o, "loop"), "watchdog_gap_max_ms"));
+	if (field(o, "memory")) {
+		struct json_object *m = field(o, "memory");
+		char rss[32], arena[32], unexp[32], bufs[32];
+
+		fmt_bytes(rss, sizeof(rss), num(m, "rss_bytes"));
+		fmt_bytes(arena, sizeof(arena), num(m, "arena_bytes"));
+		fmt_bytes(unexp, sizeof(unexp), num(m, "unexpected_bytes"));
+		fmt_bytes(bufs, sizeof(bufs), num(m, "link_buffer_bytes"));
+		printf("memory       RSS %s, arenas %s, unexpected %s, link buffers %s\n", rss,
+		       arena, unexp, bufs);
+	}
+}
+
+/* Rows of the objects of array @arr: column k from @keys[k] (cell()). */
+static void table_rows(struct table *t, struct json_object *arr, const char *const *keys)
+{
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	unsigned k;
+
+	for (i = 0; i < n; i++) {
+		char (*row)[CELL_MAX] = table_row(t);
+
+		if (!row)
+			break;
+		for (k = 0; k < t->ncols; k++)
+			cell(row[k], json_object_array_get_idx(arr, i), keys[k]);
+	}
 }
 
 static void show_clients(struct json_object *o)
 {
-	static const char *const head[] = { "PID", "UID", "GID", "IN_FLIGHT", "QUEUES" };
-	static const bool right[] = { true, true, true, true, false };
+	static const char *const head[] = { "PID", "UID", "GID", "QUEUES", "ARENA_BYTES",
+					    "IN_FLIGHT" };
+	static const char *const keys[] = { "pid", "uid", "gid", "queue_count", "arena_bytes",
+					    "in_flight" };
+	static const bool right[] = { true, true, true, true, true, true };
 	struct json_object *arr = field(o, "clients");
 	struct table t;
-	size_t i, n = arr ? json_object_array_length(arr) : 0;
 
-	if (n == 0) {
+	if (!arr || json_object_array_length(arr) == 0) {
 		printf("no clients connected\n");
 		return;
 	}
-	table_init(&t, head, right, 5);
-	for (i = 0; i < n; i++) {
-		struct json_object *c = json_object_array_get_idx(arr, i);
-		struct json_object *qs = field(c, "queues");
-		char (*row)[CELL_MAX] = table_row(&t);
-		size_t j, m = qs ? json_object_array_length(qs) : 0, off = 0;
-
-		if (!row)
-			break;
-		cell(row[0], c, "pid");
-		cell(row[1], c, "uid");
-		cell(row[2], c, "gid");
-		cell(row[3], c, "in_flight");
-		for (j = 0; j < m && off + 1 < CELL_MAX; j++) {
-			int k = snprintf(row[4] + off, CELL_MAX - off, "%s%" PRIu64, j ? "," : "",
-					 json_object_get_uint64(json_object_array_get_idx(qs, j)));
-
-			if (k < 0 || (size_t)k >= CELL_MAX - off)
-				break;
-			off += (size_t)k;
-		}
-		if (m == 0)
-			snprintf(row[4], CELL_MAX, "-");
-	}
+	table_init(&t, head, right, 6);
+	table_rows(&t, arr, keys);
 	table_print(&t);
 }
 
@@ -580,8 +617,10 @@ static void show_uids(struct json_object *o)
 static void show_queues(struct json_object *o)
 {
 	static const char *const head[] = { "ID", "PORT", "PID", "SQ", "CQ", "IN_FLIGHT",
-					    "POSTED", "UNEXPECTED", "UNEXP_BYTES" };
-	static const bool right[] = { true, true, true, true, true, true, true, true, true };
+					    "POSTED", "UNEXPECTED", "UNEXP_BYTES", "MSGS_TX",
+					    "BYTES_TX", "MSGS_RX", "BYTES_RX", "NAKS" };
+	static const bool right[] = { true, true, true, true, true, true, true,
+				      true, true, true, true, true, true, true };
 	struct json_object *arr = field(o, "queues");
 	struct table t;
 	size_t i, n = arr ? json_object_array_length(arr) : 0;
@@ -590,7 +629,7 @@ static void show_queues(struct json_object *o)
 		printf("no queues open\n");
 		return;
 	}
-	table_init(&t, head, right, 9);
+	table_init(&t, head, right, 14);
 	for (i = 0; i < n; i++) {
 		struct json_object *q = json_object_array_get_idx(arr, i);
 		char (*row)[CELL_MAX] = table_row(&t);
@@ -608,19 +647,29 @@ static void show_queues(struct json_object *o)
 		cell(row[6], q, "posted_recvs");
 		cell(row[7], q, "unexpected");
 		fmt_bytes(row[8], CELL_MAX, num(q, "unexpected_bytes"));
+		cell(row[9], q, "msgs_tx");
+		cell(row[10], q, "bytes_tx");
+		cell(row[11], q, "msgs_rx");
+		cell(row[12], q, "bytes_rx");
+		cell(row[13], q, "naks");
 	}
 	table_print(&t);
 }
 
 static void show_links(struct json_object *o)
 {
-	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "AUTH", "TX_SEQ",
-					    "ACKED", "RX_SEQ", "CREDITS", "BACKLOG", "UNACKED",
-					    "RETRANS", "CONNECTS", "SILENCES", "BACKOFF",
-					    "GAP_TX_MS", "GAP_RX_MS", "LAST_ERROR" };
-	static const bool right[] = { false, false, false, false, true, true, true, true, true,
-				      true, true, true, true, true, true, true, false };
-	static const char *const keys[] = { "peer", "address", "state", "auth", "tx_seq",
+	static const char *const head[] = { "PEER", "ADDRESS", "STATE", "SINCE", "HEARD",
+					    "AUTH", "MSGS_TX", "BYTES_TX", "MSGS_RX", "BYTES_RX",
+					    "NAKS_TX", "NAKS_RX", "TX_SEQ", "ACKED", "RX_SEQ",
+					    "CREDITS", "BACKLOG", "UNACKED", "RETRANS", "CONNECTS",
+					    "SILENCES", "BACKOFF", "GAP_TX_MS", "GAP_RX_MS",
+					    "LAST_ERROR" };
+	static const bool right[] = { false, false, false, true, true, false, true, true, true,
+				      true, true, true, true, true, true, true, true, true,
+				      true, true, true, true, true, true, false };
+	static const char *const keys[] = { "peer", "address", "state", "state_for_ms",
+					    "heard_ago_ms", "auth", "msgs_tx", "bytes_tx",
+					    "msgs_rx", "bytes_rx", "naks_tx", "naks_rx", "tx_seq",
 					    "acked", "rx_seq", "credits", "backlog", "unacked",
 					    "retransmits", "connects", "silences", "ack_backoff",
 					    "tx_gap_max_ms", "rx_gap_max_ms", "last_error" };
@@ -633,15 +682,125 @@ static void show_links(struct json_object *o)
 		printf("no links (single node)\n");
 		return;
 	}
-	table_init(&t, head, right, 17);
+	table_init(&t, head, right, 25);
 	for (i = 0; i < n; i++) {
 		struct json_object *l = json_object_array_get_idx(arr, i);
 		char (*row)[CELL_MAX] = table_row(&t);
 
 		if (!row)
 			break;
-		for (k = 0; k < 17; k++)
-			cell(row[k], l, keys[k]);
+		for (k = 0; k < 25; k++) {
+			if (k == 3 || k == 4)
+				cell_age(row[k], l, keys[k]);
+			else
+				cell(row[k], l, keys[k]);
+		}
+	}
+	table_print(&t);
+}
+
+static void show_memory(struct json_object *o)
+{
+	static const char *const chead[] = { "PID", "QUEUES", "ARENA_BYTES", "MAPPED_BYTES",
+					     "UNEXP_BYTES" };
+	static const char *const ckeys[] = { "pid", "queue_count", "arena_bytes",
+					     "mapped_bytes", "unexpected_bytes" };
+	static const char *const qhead[] = { "ID", "PID", "ARENA_BYTES", "MAPPED_BYTES",
+					     "UNEXP_BYTES" };
+	static const char *const qkeys[] = { "id", "pid", "arena_bytes", "mapped_bytes",
+					     "unexpected_bytes" };
+	static const char *const lhead[] = { "PEER", "XPORT_TX", "XPORT_RX", "RETRANS_FRAMES",
+					     "RETRANS_BYTES" };
+	static const char *const lkeys[] = { "peer", "xport_tx_bytes", "xport_rx_bytes",
+					     "retransmit_frames", "retransmit_bytes" };
+	static const bool right[] = { true, true, true, true, true };
+	static const bool lright[] = { false, true, true, true, true };
+	static const struct {
+		const char *label, *key;
+	} lines[] = {
+		{ "RSS", "rss_bytes" },
+		{ "arenas", "arena_bytes" },
+		{ "segments", "mapped_bytes" },
+		{ "unexpected", "unexpected_bytes" },
+		{ "link buffers", "link_buffer_bytes" },
+		{ "retransmit", "retransmit_bytes" },
+	};
+	struct json_object *tot = field(o, "totals");
+	struct table t;
+	char a[CELL_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		fmt_bytes(a, sizeof(a), num(tot, lines[i].key));
+		printf("%-12s  %10s  (%" PRIu64 " bytes)\n", lines[i].label, a,
+		       num(tot, lines[i].key));
+	}
+	if (field(o, "clients") && json_object_array_length(field(o, "clients"))) {
+		printf("\n");
+		table_init(&t, chead, right, 5);
+		table_rows(&t, field(o, "clients"), ckeys);
+		table_print(&t);
+	}
+	if (field(o, "queues") && json_object_array_length(field(o, "queues"))) {
+		printf("\n");
+		table_init(&t, qhead, right, 5);
+		table_rows(&t, field(o, "queues"), qkeys);
+		table_print(&t);
+	}
+	if (field(o, "links") && json_object_array_length(field(o, "links"))) {
+		printf("\n");
+		table_init(&t, lhead, lright, 5);
+		table_rows(&t, field(o, "links"), lkeys);
+		table_print(&t);
+	}
+}
+
+/* --watch: the rates ctl_rates_add() put in the elements of @o, as a
+ * table after the view; nothing before there are two replies. */
+static void show_rates(const char *cmd, struct json_object *o, double interval_s)
+{
+	const char *const *keys = ctl_rates_keys(cmd);
+	struct json_object *arr = field(o, cmd);
+	const char *head[TABLE_COLS_MAX];
+	bool right[TABLE_COLS_MAX];
+	char names[TABLE_COLS_MAX][40];
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	unsigned k, ncols = 1;
+	struct table t;
+
+	if (!keys || !(interval_s > 0))
+		return;
+	head[0] = strcmp(cmd, "links") ? "ID" : "PEER";
+	right[0] = false;
+	for (k = 0; keys[k] && ncols < TABLE_COLS_MAX; k++, ncols++) {
+		size_t j;
+
+		snprintf(names[k], sizeof(names[k]), "%s/S", keys[k]);
+		for (j = 0; names[k][j]; j++)
+			if (names[k][j] >= 'a' && names[k][j] <= 'z')
+				names[k][j] = (char)(names[k][j] - 'a' + 'A');
+		head[ncols] = names[k];
+		right[ncols] = true;
+	}
+	printf("\nper second over the last %.2f s:\n", interval_s);
+	table_init(&t, head, right, ncols);
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+		struct json_object *r = field(e, "rates");
+		char (*row)[CELL_MAX];
+
+		if (!r)
+			continue;
+		row = table_row(&t);
+		if (!row)
+			break;
+		cell(row[0], e, strcmp(cmd, "links") ? "id" : "peer");
+		for (k = 1; k < ncols; k++) {
+			char key[48];
+
+			snprintf(key, sizeof(key), "%s_per_s", keys[k - 1]);
+			snprintf(row[k], CELL_MAX, "%.1f", json_object_get_double(field(r, key)));
+		}
 	}
 	table_print(&t);
 }
@@ -702,6 +861,7 @@ static const struct {
 	{ "links", show_links },
 	{ "rcache", show_rcache },
 	{ "counters", show_counters },
+	{ "memory", show_memory },
 };
 
 static void show(const char *cmd, struct json_object *o, bool json)
@@ -745,6 +905,152 @@ static bool watch_sleep(double s)
 	return !interrupted;
 }
 
+/*
+ * The commands that take a WHICH: the reply's array it selects from, the
+ * field it names, and whether that is a number.  `links b` shows link b
+ * only: the filtering is here, the daemon answers the whole command.
+ */
+static const struct {
+	const char *cmd, *array, *key, *what;
+	bool numeric;
+} filters[] = {
+	{ "links", "links", "peer", "link to a peer named", false },
+	{ "queues", "queues", "id", "queue with id", true },
+	{ "clients", "clients", "pid", "client with pid", true },
+};
+
+static int filter_index(const char *cmd)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(filters) / sizeof(filters[0]); i++)
+		if (!strcmp(cmd, filters[i].cmd))
+			return (int)i;
+	return -1;
+}
+
+/* A WHICH for a numeric filter: decimal digits, at most 20. */
+static bool decimal(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 20)
+		return false;
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* Keep only the elements of @o's array that @which names.  Returns
+ * EXIT_OK, or EXIT_NOT_RUNNING with the message printed when none does
+ * (sluicectl(8): exit 1, like a process that is not there), or EXIT_ERROR
+ * when out of memory. */
+static int filter_reply(const char *cmd, const char *which, struct json_object *o)
+{
+	int fi = filter_index(cmd);
+	struct json_object *arr, *kept;
+	size_t i, n;
+
+	if (fi < 0 || !which)
+		return EXIT_OK;
+	arr = field(o, filters[fi].array);
+	n = arr ? json_object_array_length(arr) : 0;
+	kept = json_object_new_array();
+	if (!kept) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_ERROR;
+	}
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+		const char *v = json_object_get_string(field(e, filters[fi].key));
+
+		if (v && !strcmp(v, which) &&
+		    json_object_array_add(kept, json_object_get(e)) < 0) {
+			json_object_put(e);
+			json_object_put(kept);
+			fprintf(stderr, "sluicectl: out of memory\n");
+			return EXIT_ERROR;
+		}
+	}
+	if (json_object_array_length(kept) == 0) {
+		fprintf(stderr, "sluicectl: no %s %s", filters[fi].what, which);
+		if (!strcmp(cmd, "links")) {
+			/* Say which there are: a typo is the likely cause. */
+			fprintf(stderr, n ? " (peers:" : " (no peers configured)");
+			for (i = 0; i < n; i++)
+				fprintf(stderr, " %s", json_object_get_string(
+					field(json_object_array_get_idx(arr, i), "peer")));
+			fprintf(stderr, n ? ")" : "");
+		}
+		fprintf(stderr, "\n");
+		json_object_put(kept);
+		return EXIT_NOT_RUNNING;
+	}
+	if (json_object_object_add(o, filters[fi].array, kept) < 0) {
+		json_object_put(kept);
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
+/* Seconds on CLOCK_MONOTONIC, for the rates' intervals. */
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return -1;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --watch: when this reply was read ("2026-12-01T07:30:05.123Z", and
+ * local time for people), and the interval its rates cover (0: none). */
+struct refresh {
+	char utc[64];
+	char local[64];
+	double interval_s;
+};
+
+static void refresh_stamp(struct refresh *r, double interval_s)
+{
+	struct timespec ts;
+	struct tm tm;
+	char base[32];
+
+	r->utc[0] = r->local[0] = '\0';
+	r->interval_s = interval_s;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return;
+	if (gmtime_r(&ts.tv_sec, &tm) && strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(r->utc, sizeof(r->utc), "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+	if (localtime_r(&ts.tv_sec, &tm))
+		strftime(r->local, sizeof(r->local), "%Y-%m-%d %H:%M:%S %Z", &tm);
+}
+
+/* --watch --json: the refresh's time and interval in the reply. */
+static int add_watch_json(struct json_object *o, const struct refresh *r)
+{
+	struct json_object *w = json_object_new_object();
+	bool ok = w != NULL;
+
+	if (ok)
+		ok = json_object_object_add(w, "time", json_object_new_string(r->utc)) == 0;
+	if (ok && r->interval_s > 0)
+		ok = json_object_object_add(w, "interval_s",
+					    json_object_new_double(r->interval_s)) == 0;
+	if (ok)
+		ok = json_object_object_add(o, "watch", w) == 0;
+	else
+		json_object_put(w);
+	if (!ok) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
 /* One of the commands this sluicectl has a view for (sluicectl(8): any
  * other word is a usage error, exit 2, not a question for the daemon). */
 static bool known_command(const char *s)
@@ -773,6 +1079,9 @@ int main(int argc, char **argv)
 	const char *socket_opt = NULL, *rundir = NULL, *cmd, *env, *output = NULL;
 	const char *format = NULL;
 	int metrics = -1;	/* enum metrics_format, or -1: text or json */
+	const char *which = NULL;
+	struct json_object *prev = NULL;
+	double prev_at = 0;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64];
 	double watch = 0;
 	bool json = false, tty;
@@ -817,14 +1126,23 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind == argc)
-		bad_usage("a COMMAND is needed: status, clients, queues, links, rcache or "
-			  "counters");
-	if (optind + 1 < argc)
-		bad_usage("one COMMAND only (unexpected '%s')", argv[optind + 1]);
+		bad_usage("a COMMAND is needed: status, clients, uids, queues, links, memory, "
+			  "rcache or counters");
 	cmd = argv[optind];
 	if (!known_command(cmd))
-		bad_usage("COMMAND: status, clients, queues, links, rcache or counters, not "
-			  "'%s'", cmd);
+		bad_usage("COMMAND: status, clients, uids, queues, links, memory, rcache or "
+			  "counters, not '%s'", cmd);
+	if (optind + 1 < argc) {
+		int fi = filter_index(cmd);
+
+		if (fi < 0 || optind + 2 < argc)
+			bad_usage("one COMMAND only (unexpected '%s'); links, queues and clients "
+				  "take one PEER, ID or PID", argv[fi < 0 ? optind + 1 : optind + 2]);
+		which = argv[optind + 1];
+		if (filters[fi].numeric && !decimal(which))
+			bad_usage("%s %s: a number, not '%s'", cmd,
+				  strcmp(cmd, "queues") ? "PID" : "ID", which);
+	}
 	if (socket_opt && rundir)
 		bad_usage("--socket and --runtime-dir both name the socket: give one");
 	if (format && !strcmp(format, "openmetrics"))
@@ -873,24 +1191,44 @@ int main(int argc, char **argv)
 	tty = isatty(STDOUT_FILENO);
 	for (;;) {
 		struct json_object *o = NULL;
+		struct refresh r;
+		double at;
 
 		rc = query(path, cmd, &o);
-		if (rc != EXIT_OK)
+		if (rc == EXIT_OK)
+			rc = filter_reply(cmd, which, o);
+		if (rc != EXIT_OK) {
+			json_object_put(o);
+			json_object_put(prev);
 			return rc;
-		if (watch > 0 && tty && !json) {
-			char when[32];
-			time_t now = time(NULL);
-			struct tm tm;
-
+		}
+		at = mono_now();
+		if (watch > 0) {
+			/* Rates over the real time between the two replies. */
+			refresh_stamp(&r, prev && at > prev_at && prev_at > 0 ? at - prev_at : 0);
+			if (r.interval_s > 0 && ctl_rates_add(cmd, prev, o, r.interval_s) < 0)
+				fprintf(stderr, "sluicectl: out of memory: rates missing\n");
+			if (json && add_watch_json(o, &r) != EXIT_OK) {
+				json_object_put(o);
+				json_object_put(prev);
+				return EXIT_ERROR;
+			}
 			/* Clear the screen and home the cursor, as watch(1). */
-			printf("\033[H\033[2J");
-			if (localtime_r(&now, &tm) && strftime(when, sizeof(when), "%H:%M:%S", &tm))
-				printf("Every %gs: sluicectl %s    %s\n\n", watch, cmd, when);
+			if (tty && !json)
+				printf("\033[H\033[2J");
+			if (!json)
+				printf("Every %gs: sluicectl %s%s%s    %s\n\n", watch, cmd,
+				       which ? " " : "", which ? which : "", r.local);
 		}
 		show(cmd, o, json);
-		json_object_put(o);
+		if (watch > 0 && !json)
+			show_rates(cmd, o, r.interval_s);
+		json_object_put(prev);
+		prev = o;
+		prev_at = at;
 		if (fflush(stdout) != 0 || ferror(stdout)) {
 			fprintf(stderr, "sluicectl: stdout: %s\n", strerror(errno));
+			json_object_put(prev);
 			return EXIT_ERROR;
 		}
 		if (watch <= 0 || !watch_sleep(watch))
@@ -898,5 +1236,6 @@ int main(int argc, char **argv)
 		if (!tty || json)
 			printf("\n");
 	}
+	json_object_put(prev);
 	return EXIT_OK;
 }
