@@ -43,6 +43,7 @@
 #include <json-c/json.h>
 
 #include "harness.h"
+#include "jsonutil.h"
 #include "sluice.h"
 #include "testutil.h"
 
@@ -180,53 +181,6 @@ static struct json_object *admin_json(const struct h_daemon *d, const char *cmd)
 		 d->name, cmd, json_object_get_string(err));
 	free(buf);
 	return o;
-}
-
-static struct json_object *jfield(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	H_ASSERT(json_object_object_get_ex(o, key, &v), "no field %s in %.300s", key,
-		 json_object_to_json_string(o));
-	return v;
-}
-
-static uint64_t ju64(struct json_object *o, const char *key)
-{
-	struct json_object *v = jfield(o, key);
-
-	H_ASSERT(json_object_is_type(v, json_type_int), "%s is not an integer: %s", key,
-		 json_object_to_json_string(v));
-	return json_object_get_uint64(v);
-}
-
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v = jfield(o, key);
-
-	H_ASSERT(json_object_is_type(v, json_type_string), "%s is not a string: %s", key,
-		 json_object_to_json_string(v));
-	return json_object_get_string(v);
-}
-
-static bool jnull(struct json_object *o, const char *key)
-{
-	return jfield(o, key) == NULL;
-}
-
-/* The element of array @arr whose integer @key is @val. */
-static struct json_object *jfind(struct json_object *arr, const char *key, uint64_t val)
-{
-	size_t i, n = json_object_array_length(arr);
-
-	for (i = 0; i < n; i++) {
-		struct json_object *e = json_object_array_get_idx(arr, i);
-
-		if (ju64(e, key) == val)
-			return e;
-	}
-	h_fail(__FILE__, __LINE__, "jfind", "no element with %s %llu", key,
-	       (unsigned long long)val);
 }
 
 /* sluicectl with the arguments after @out (NULL-terminated); its stdout
