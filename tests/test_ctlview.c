@@ -10,8 +10,9 @@
  *                  queue; NAKs sent and received after a provoked
  *                  receiver-full NAK, in --json and in the table's
  *                  columns; `links NAME` one row, an unknown name exit 1
- *   memory         RSS > 0 and near /proc's, arena and segment bytes
- *                  equal to what the clients mapped, unexpected bytes
+ *   memory         RSS > 0 and near /proc's, arena bytes equal to
+ *                  sl_arena_size(), segment bytes to what this process
+ *                  has mapped (/proc/self/maps), unexpected bytes
  *                  held, link buffers; `memory` and `status` views;
  *                  `clients` counts, `clients PID` and `queues ID`
  *   watch_rates    --watch --json during a known burst: a timestamp per
@@ -134,6 +135,27 @@ static const char *table_cell(const char *text, const char *row_key, const char 
 		return buf;
 	}
 	h_fail(__FILE__, __LINE__, "table_cell", "no row %s in %.400s", row_key, text);
+}
+
+/* Bytes of the queue segments this process has mapped: the lengths of
+ * its /proc/self/maps lines of the daemon's memfds ("sluice-queue"). */
+static uint64_t mapped_segments(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t sum = 0;
+
+	H_ASSERT(f, "/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+
+		if (strstr(line, "memfd:sluice-queue") &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2)
+			sum += hi - lo;
+	}
+	H_ASSERT(!ferror(f), "/proc/self/maps: read error");
+	fclose(f);
+	return sum;
 }
 
 static unsigned count_lines(const char *s)
@@ -372,6 +394,9 @@ START_TEST(memory)
 		 ju64(t, "rss_bytes") / 1024 * 2 > (uint64_t)rss_kb, "rss %llu, /proc %ld kB",
 		 (unsigned long long)ju64(t, "rss_bytes"), rss_kb);
 	H_EQ(ju64(t, "arena_bytes"), arena1 + arena2);
+	/* The segments: exactly what this process (all three queues' client)
+	 * has mapped, header and rings beyond the arenas. */
+	H_EQ(ju64(t, "mapped_bytes"), mapped_segments());
 	H_ASSERT(ju64(t, "mapped_bytes") > arena1 + arena2, "mapped %llu",
 		 (unsigned long long)ju64(t, "mapped_bytes"));
 	H_EQ(ju64(t, "unexpected_bytes"), N_UNEXP * (UNEXP_LEN + UNEXP_CHARGE));
