@@ -1,6 +1,6 @@
 /*
- * test_ctlview.c - what sluicectl shows an operator (issue 16, "What an
- * operator could not see"): the built sluicectl run against real daemons
+ * test_ctlview.c - what sluicectl shows an operator (docs/operator-view.md):
+ * memory, traffic and rates; the built sluicectl run against real daemons
  * (tests/harness.c) with known traffic, its output parsed, every value
  * checked against what the test did.
  *
