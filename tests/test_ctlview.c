@@ -9,7 +9,7 @@
  *                  known eager and rendezvous traffic, the same per
  *                  queue; NAKs sent and received after a provoked
  *                  receiver-full NAK, in --json and in the table's
- *                  columns; `links NAME` one row, an unknown name exit 1
+ *                  columns; `links NAME` one row, an unknown name exit 5
  *   memory         RSS > 0 and near /proc's, arena bytes equal to
  *                  sl_arena_size(), segment bytes to what this process
  *                  has mapped (/proc/self/maps), unexpected bytes
@@ -336,9 +336,10 @@ START_TEST(links_moved)
 	H_ASSERT(rc == 0, "sluicectl links a: exit %d: %s", rc, out);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)(naks_tx0 + 1));
 	ck_assert_str_eq(table_cell(out, "a", "NAKS_TX", cellbuf, sizeof(cellbuf)), num);
-	/* An unknown peer: a clear error, exit 1, nothing on stdout's table. */
+	/* An unknown peer: a clear error, exit 5 (1 is "not running"),
+	 * nothing on stdout's table. */
 	rc = ctl(&ds[0], out, OUT_CAP, "links", "nosuchpeer", NULL);
-	H_EQ(rc, 1);
+	H_EQ(rc, 5);
 	H_ASSERT(strstr(out, "nosuchpeer") && strstr(out, "no link") && !strstr(out, "PEER"),
 		 "unknown peer: %s", out);
 	/* --json links NAME: the same one element. */
@@ -443,7 +444,7 @@ START_TEST(memory)
 	H_ASSERT(strstr(out, "QUEUES") && strstr(out, "ARENA_BYTES") && strstr(out, "IN_FLIGHT"),
 		 "clients columns: %s", out);
 	rc = ctl(&ds[0], out, OUT_CAP, "clients", "999999999", NULL);
-	H_ASSERT(rc == 1 && strstr(out, "999999999"), "unknown client: %d: %s", rc, out);
+	H_ASSERT(rc == 5 && strstr(out, "999999999"), "unknown client: %d: %s", rc, out);
 	rc = ctl(&ds[0], out, OUT_CAP, "clients", "x1", NULL);
 	H_ASSERT(rc == 2, "clients x1: %d: %s", rc, out);
 	/* queues ID: one row, its unexpected messages. */
@@ -456,7 +457,7 @@ START_TEST(memory)
 	snprintf(num, sizeof(num), "%u", N_UNEXP);
 	ck_assert_str_eq(table_cell(out, arg, "UNEXPECTED", cellbuf, sizeof(cellbuf)), num);
 	rc = ctl(&ds[0], out, OUT_CAP, "queues", "4000000000", NULL);
-	H_ASSERT(rc == 1 && strstr(out, "4000000000"), "unknown queue: %d: %s", rc, out);
+	H_ASSERT(rc == 5 && strstr(out, "4000000000"), "unknown queue: %d: %s", rc, out);
 
 	sl_close(c1);
 	sl_close(c2);

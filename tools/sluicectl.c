@@ -48,6 +48,7 @@ enum exit_code {
 	EXIT_USAGE = 2,
 	EXIT_DENIED = 3,
 	EXIT_ERROR = 4,
+	EXIT_NO_MATCH = 5,	/* a WHICH filter named nothing: not "not running" */
 };
 
 static void usage(FILE *out)
@@ -943,7 +944,7 @@ static bool decimal(const char *s)
 }
 
 /* Keep only the elements of @o's array that @which names.  Returns
- * EXIT_OK, or EXIT_NOT_RUNNING with the message printed when none does
+ * EXIT_OK, or EXIT_NO_MATCH with the message printed when none does
  * (sluicectl(8): exit 1, like a process that is not there), or EXIT_ERROR
  * when out of memory. */
 static int filter_reply(const char *cmd, const char *which, struct json_object *o)
@@ -985,7 +986,7 @@ static int filter_reply(const char *cmd, const char *which, struct json_object *
 		}
 		fprintf(stderr, "\n");
 		json_object_put(kept);
-		return EXIT_NOT_RUNNING;
+		return EXIT_NO_MATCH;
 	}
 	if (json_object_object_add(o, filters[fi].array, kept) < 0) {
 		json_object_put(kept);
