@@ -945,7 +945,7 @@ static bool decimal(const char *s)
 
 /* Keep only the elements of @o's array that @which names.  Returns
  * EXIT_OK, or EXIT_NO_MATCH with the message printed when none does
- * (sluicectl(8): exit 1, like a process that is not there), or EXIT_ERROR
+ * (sluicectl(8): exit 5), or EXIT_ERROR
  * when out of memory. */
 static int filter_reply(const char *cmd, const char *which, struct json_object *o)
 {
