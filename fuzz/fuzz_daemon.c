@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admin.h"
 #include "config.h"
 #include "link.h"
+#include "link_auth.h"
 #include "log.h"
+#include "peer_auth.h"
 #include "queue.h"
 #include "session.h"
 #include "uid_quota.h"
@@ -21,6 +24,13 @@
 #include "sluice.h"
 
 #define FAKE_CONNS_MAX 8
+#define FAKE_GRANTS_MAX 16	/* per connection */
+
+/* A range the peer may write (xport.h grant): tcp.c's rule, by hand. */
+struct fake_grant {
+	uint32_t rkey;		/* 0: free slot */
+	uint64_t addr, len;
+};
 
 struct fake_wr {
 	uint64_t wr_id;
@@ -37,6 +47,12 @@ struct xport_conn {
 	struct fake_wr *wrs;	/* posted, not yet completed, in order */
 	uint32_t n_wrs;
 	char name[32];
+	/* The handshake on it, for the proofs fuzz_xport_deliver fills in:
+	 * the daemon's last AUTH, and the input's step 1. */
+	bool auth_out_seen, auth_in_seen;
+	struct sl_wire_frame auth_out, auth_in;
+	struct fake_grant grants[FAKE_GRANTS_MAX];
+	uint32_t grants_made;	/* names the next: FUZZ_GRANT_RKEY0 + n */
 };
 
 static struct xport fake_x;
@@ -61,7 +77,9 @@ static struct xport_conn *conn_new(void *ctx)
 		c->ctx = ctx;
 		c->used = c->open = true;
 		c->rx_limit = SL_WIRE_AUTH_WHO_MAX;	/* as tcp's: an AUTH's "who" */
-		snprintf(c->name, sizeof(c->name), "fake#%u", i);
+		/* The configured peers' address: link_auth.c takes a dialer
+		 * only from there. */
+		snprintf(c->name, sizeof(c->name), "127.0.0.1:%u", 40000 + i);
 		return c;
 	}
 	return NULL;
@@ -123,6 +141,10 @@ static int fake_post_send(struct xport_conn *c, const struct xport_send_wr *wr)
 	rc = post_wr(c, wr->wr_id, wr->payload_len);
 	if (rc == 0)
 		frames_posted++;
+	if (rc == 0 && f.type == SL_WIRE_AUTH) {
+		c->auth_out = f;
+		c->auth_out_seen = true;
+	}
 	return rc;
 }
 
@@ -171,6 +193,56 @@ static int fake_reg_mr(struct xport *x, void *addr, uint64_t len, uint64_t *hand
 
 static void fake_dereg_mr(struct xport *x, uint64_t handle)
 {
+}
+
+static int fake_grant(struct xport_conn *c, uint64_t mr_handle, uint64_t addr, uint64_t len,
+		      uint32_t *rkey)
+{
+	unsigned i;
+
+	if (!c->open)
+		return -ENOTCONN;
+	if (len == 0)
+		return -EINVAL;
+	for (i = 0; i < FAKE_GRANTS_MAX; i++) {
+		if (c->grants[i].rkey)
+			continue;
+		c->grants[i] = (struct fake_grant){ .rkey = FUZZ_GRANT_RKEY0 + c->grants_made++,
+						    .addr = addr, .len = len };
+		*rkey = c->grants[i].rkey;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+static void fake_revoke(struct xport_conn *c, uint32_t rkey)
+{
+	for (unsigned i = 0; i < FAKE_GRANTS_MAX; i++)
+		if (rkey && c->grants[i].rkey == rkey)
+			c->grants[i].rkey = 0;
+}
+
+/* A WRITE's raddr below its grant's address is an offset into it
+ * (fuzz_daemon.h): the input cannot know where the client's buffer is. */
+static uint64_t write_raddr(const struct xport_conn *c, uint32_t rkey, uint64_t raddr)
+{
+	for (unsigned i = 0; i < FAKE_GRANTS_MAX; i++)
+		if (rkey && c->grants[i].rkey == rkey && raddr < c->grants[i].addr)
+			return c->grants[i].addr + raddr;
+	return raddr;
+}
+
+/* Is [raddr, raddr + len) inside a live grant @rkey of @c? */
+static bool granted(const struct xport_conn *c, uint32_t rkey, uint64_t raddr, uint64_t len)
+{
+	for (unsigned i = 0; i < FAKE_GRANTS_MAX; i++) {
+		const struct fake_grant *g = &c->grants[i];
+
+		if (rkey && g->rkey == rkey && raddr >= g->addr && raddr - g->addr <= g->len &&
+		    len <= g->len - (raddr - g->addr))
+			return true;
+	}
+	return false;
 }
 
 static void fake_get_stats(const struct xport *x, struct xport_stats *st)
@@ -223,6 +295,8 @@ static const struct xport_ops fake_ops = {
 	.sq_bytes = fake_sq_bytes,
 	.reg_mr = fake_reg_mr,
 	.dereg_mr = fake_dereg_mr,
+	.grant = fake_grant,
+	.revoke = fake_revoke,
 	.get_stats = fake_get_stats,
 	.set_ctx = fake_set_ctx,
 	.set_rx_limit = fake_set_rx_limit,
@@ -232,6 +306,55 @@ static const struct xport_ops fake_ops = {
 };
 
 /* ---- the harness's side ---- */
+
+/* The harness daemon's cluster key ([security] key_file): a fixed one,
+ * written at start (fuzz_daemon), so that runs repeat. */
+static struct peer_key fuzz_key;
+
+static bool all_zero(const uint8_t *b, size_t n)
+{
+	while (n--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+/*
+ * An AUTH of the input in mode 1 whose proof is all 0 (step 2 or 3) gets
+ * the right one in @g: proofs cover the daemon's fresh nonce, which no
+ * input can know.  Any other proof goes up as it is (a wrong one).
+ */
+static const struct sl_wire_frame *proof_fill(struct xport_conn *c, const struct sl_wire_frame *f,
+					      struct sl_wire_frame *g)
+{
+	const struct sl_wire_frame *daemon_auth = &c->auth_out;
+	int rc = 0;
+
+	if (f->u.auth.step == 1) {
+		c->auth_in = *f;
+		c->auth_in_seen = true;
+		return f;
+	}
+	if (f->u.auth.mode != 1 || !all_zero(f->u.auth.proof, sizeof(f->u.auth.proof)) ||
+	    !c->auth_out_seen || !fuzz_key.set)
+		return f;
+	*g = *f;
+	if (f->u.auth.step == 3 && c->auth_in_seen)
+		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_DIALER, c->auth_in.u.auth.nonce,
+				     daemon_auth->u.auth.nonce, f->u.auth.node_id,
+				     daemon_auth->u.auth.node_id, f->u.auth.incarnation,
+				     daemon_auth->u.auth.incarnation, g->u.auth.proof);
+	else if (f->u.auth.step == 2)
+		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_ACCEPTER, daemon_auth->u.auth.nonce,
+				     f->u.auth.nonce, daemon_auth->u.auth.node_id,
+				     f->u.auth.node_id, daemon_auth->u.auth.incarnation,
+				     f->u.auth.incarnation, g->u.auth.proof);
+	if (rc < 0) {
+		fprintf(stderr, "fuzz: peer_auth_proof failed\n");
+		abort();
+	}
+	return g;
+}
 
 struct xport_conn *fuzz_xport_accept(struct daemon *d)
 {
@@ -255,19 +378,31 @@ bool fuzz_xport_open(const struct xport_conn *c)
 int fuzz_xport_deliver(struct xport_conn *c, const struct sl_wire_frame *f,
 		       const uint8_t *payload)
 {
+	struct sl_wire_frame filled;
 	int rc;
 
 	if (!c->open || c->connecting)
 		return -ENOTCONN;
+	if (f->type == SL_WIRE_AUTH)
+		f = proof_fill(c, f, &filled);
 	if (f->payload_len > c->rx_limit) {
 		fake_close(c, -EPROTO);
 		return -EPROTO;
 	}
 	if (f->type == SL_WIRE_WRITE) {
-		/* The transport's own frame (tcp.c checks it against its MR
-		 * table; here anything lands): the link sees placement and
-		 * the immediate. */
-		if (c->ctx && f->payload_len)
+		filled = *f;
+		filled.u.write.raddr = write_raddr(c, f->u.write.rkey, f->u.write.raddr);
+		f = &filled;
+	}
+	if (f->type == SL_WIRE_WRITE && !granted(c, f->u.write.rkey, f->u.write.raddr,
+						 f->payload_len)) {
+		/* Outside every grant: refused whole, the stream kept (tcp.c). */
+		rc = c->ctx ? fake_x.up->write_refused(c, c->ctx, f->u.write.rkey,
+						      f->u.write.has_imm, f->u.write.imm) : -EPROTO;
+	} else if (f->type == SL_WIRE_WRITE) {
+		/* The transport's own frame: the link sees placement and the
+		 * immediate. */
+		if (f->payload_len)
 			fake_x.up->write_placed(c, c->ctx, f->u.write.rkey, f->u.write.raddr,
 						f->payload_len);
 		rc = f->u.write.has_imm ? fake_x.up->write_imm(c, c->ctx, f->u.write.imm) : 0;
@@ -364,6 +499,37 @@ static void die(const char *what)
 	abort();
 }
 
+static char key_path[CONFIG_KEY_PATH_MAX];
+
+static void remove_key_file(void)
+{
+	(void)unlink(key_path);
+}
+
+/* [security] key_file: FUZZ_KEY_BYTE(i) in a file of mode 0400 under
+ * $TMPDIR (removed at exit), read back as the daemon reads it. */
+static void key_file_write(struct daemon *d, const char *tmp)
+{
+	uint8_t bytes[PEER_KEY_LEN];
+	char err[512];
+	int fd;
+
+	for (unsigned i = 0; i < PEER_KEY_LEN; i++)
+		bytes[i] = FUZZ_KEY_BYTE(i);
+	snprintf(key_path, sizeof(key_path), "%s/sluice-fuzz-key.XXXXXX",
+		 tmp && tmp[0] && strlen(tmp) < 48 ? tmp : "/tmp");
+	fd = mkstemp(key_path);
+	if (fd < 0)
+		die("mkstemp (the key file)");
+	atexit(remove_key_file);
+	if (write(fd, bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes) || fchmod(fd, 0400) < 0 ||
+	    close(fd) < 0)
+		die("writing the key file");
+	snprintf(d->cfg.key_file, sizeof(d->cfg.key_file), "%s", key_path);
+	if (peer_key_load(key_path, &fuzz_key, err, sizeof(err)) < 0)
+		die(err);
+}
+
 struct daemon *fuzz_daemon(bool sockets)
 {
 	struct daemon *d = &dm;
@@ -390,6 +556,7 @@ struct daemon *fuzz_daemon(bool sockets)
 	d->cfg.unexpected_max_bytes = 256u << 10;
 	add_peer(&d->cfg, "fuzz-a", 2);
 	add_peer(&d->cfg, "fuzz-c", 3);
+	key_file_write(d, tmp);
 	d->incarnation = 0x1122334455667788ull;
 	d->loop = ev_loop_new(EVFLAG_AUTO);
 	if (!d->loop)
@@ -436,8 +603,22 @@ uint32_t fuzz_peer_we_dial(const struct daemon *d)
 							 : d->cfg.peers[1].node_id;
 }
 
+void fuzz_security_from(struct daemon *d, const uint8_t *stream, size_t len)
+{
+	struct sl_wire_frame f;
+
+	d->cfg.security_mode = sl_wire_decode_hdr(stream, len, &f) > 0 &&
+			       f.type == SL_WIRE_AUTH && f.u.auth.mode == 1
+			       ? SECURITY_AUTHENTICATE : SECURITY_NONE;
+}
+
 void fuzz_links_setup(struct daemon *d)
 {
+	/* A fresh handshake state per input: the window of nonces seen
+	 * would refuse an input run twice. */
+	link_auth_destroy(d);
+	if (link_auth_init(d))
+		die("link_auth_init");
 	if (link_setup_all(d))
 		die("link_setup_all");
 }

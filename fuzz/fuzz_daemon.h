@@ -39,8 +39,31 @@
  */
 struct daemon *fuzz_daemon(bool sockets);
 
-/* Create the links (link_setup_all) / tear them down after closing every
- * fake connection, so that each input starts from links never seen. */
+/*
+ * The handshake (link_auth.h) runs as in sluiced: the fake connections
+ * come from 127.0.0.1, the configured peers' address, and the daemon has
+ * a cluster key, byte i FUZZ_KEY_BYTE(i).  fuzz_security_from - [security]
+ * mode for the next input: authenticate when @stream (the input after its
+ * mode byte) starts with an AUTH frame of mode 1, else none.  In mode 1
+ * an AUTH step 2 or 3 of the input whose proof is all 0 is given the
+ * right proof on delivery (the daemon's nonce is fresh each time; the
+ * harness knows the key); any other proof arrives as it is.
+ */
+#define FUZZ_KEY_BYTE(i) ((uint8_t)(0x5a ^ (i) * 7))
+/*
+ * The fake transport grants ranges for rendezvous writes as tcp.c does
+ * (xport.h grant): a WRITE lands only inside a live grant of its
+ * connection, else it is refused whole (write_refused) and the stream
+ * goes on.  The n-th grant on a connection has rkey FUZZ_GRANT_RKEY0 + n,
+ * and a WRITE's raddr below its grant's address is an offset into the
+ * grant, so that inputs can name both.
+ */
+#define FUZZ_GRANT_RKEY0 0x100u
+void fuzz_security_from(struct daemon *d, const uint8_t *stream, size_t len);
+
+/* Create the links (link_setup_all, after a fresh link_auth_init) / tear
+ * them down after closing every fake connection, so that each input
+ * starts from links never seen. */
 void fuzz_links_setup(struct daemon *d);
 void fuzz_links_teardown(struct daemon *d);
 

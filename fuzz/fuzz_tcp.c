@@ -101,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		use_tcp(d);
 	}
 	chunk = (size_t)1 << (2 * (data[0] >> 5));
+	fuzz_security_from(d, data + 1, size - 1);
 	fuzz_links_setup(d);
 	s = fuzz_session_new(d);
 	q = fuzz_queue_open(s, FUZZ_PORT, 16);

@@ -73,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
+	fuzz_security_from(d, data + 1, size - 1);
 	fuzz_links_setup(d);
 	s = fuzz_session_new(d);
 	q = fuzz_queue_open(s, FUZZ_PORT, 16);
