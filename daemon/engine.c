@@ -121,8 +121,10 @@ static void note_match(struct queue *q, sl_addr_t src, uint64_t tag, const struc
 {
 	struct rndv_recv *rr;
 
+	/* An aborted rendezvous (link.c rndv_recv_abort) holds no receive
+	 * any more while it waits for the sender's FIN. */
 	TAILQ_FOREACH(rr, &q->claims, qlink)
-		if (rr->r->post_seq < r->post_seq && match_accepts(rr->r, src, tag))
+		if (rr->r && rr->r->post_seq < r->post_seq && match_accepts(rr->r, src, tag))
 			rr->overtaken = true;
 }
 

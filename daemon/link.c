@@ -2194,10 +2194,19 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 
 	l->naks_rx++;
 	TAILQ_FOREACH(f, &l->unacked, link) {
-		if (f->seq == wf->u.nak.nak_seq) {
-			send_decide(l, f, (int32_t)wf->u.nak.status);
-			return 0;
-		}
+		if (f->seq != wf->u.nak.nak_seq)
+			continue;
+		/* Only data frames are NAKed (sl_wire.h); one naming our
+		 * RTR, FIN, DONE or NAK would complete no send. */
+		if (!is_send(f))
+			break;
+		send_decide(l, f, (int32_t)wf->u.nak.status);
+		return 0;
+	}
+	if (f) {
+		log_warn("link %s: NAK for seq %llu, a control frame", l->peer->name,
+			 (unsigned long long)wf->u.nak.nak_seq);
+		return -EPROTO;
 	}
 	if (wf->u.nak.nak_seq <= l->tx_seq)
 		return 0;	/* its send was cancelled already */

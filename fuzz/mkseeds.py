@@ -25,6 +25,7 @@ ME, DIALS_US, WE_DIAL = node_id("fuzz-b"), node_id("fuzz-c"), node_id("fuzz-a")
 INCARNATION = 0x1122334455667788  # fuzz_daemon.c
 PORT = 7000
 GRANT_RKEY0 = 0x100  # fuzz_daemon.h FUZZ_GRANT_RKEY0: the first grant's rkey on a connection
+FUZZ_RECV_BYTES = 256 << 10  # fuzz_daemon.h: the capacity of each receive, the grant's length
 
 VERSION = 3
 # fuzz_daemon.h FUZZ_KEY_BYTE; its id as peer_auth.h names a key.
@@ -222,3 +223,14 @@ for d in (W, T):
             data = f.read()
         if len(data) > 1 and data[1] == 2:
             put(d, name, v2_to_v3(data))
+
+# A NAK naming the seq of the daemon's RTR (a control frame) instead of a
+# data frame: the daemon took the RTR for a send and crashed completing
+# it (link.c process_nak; found by tests/test_netfuzz, seed 1).
+put(W, "nak-of-rtr", b"\x02" + dialer_auth(0) + hello(DIALS_US) + rts(1, 100000, 77) + nak(2, 1, status=1))
+
+# A WRITE with the granted key past the granted range: refused, its
+# rendezvous fails and waits, aborted, for the FIN with its receive gone;
+# the EAGER after it walked the queue's claims into the gone receive
+# (engine.c note_match; found by tests/test_netfuzz, seed 1).
+put(W, "eager-after-refused-write", b"\x04" + dialer_auth(0) + hello(DIALS_US) + rts(1, 100000, 78) + write(FUZZ_RECV_BYTES, GRANT_RKEY0, b"w" * 64) + eager(2, b"after", ack=1))
