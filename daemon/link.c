@@ -44,6 +44,16 @@
  * longer (TCP's SYN retries, the RDMA CM's REQ retries after a port
  * came back, a peer that accepts but never says HELLO). */
 #define LINK_DIAL_TIMEOUT 3.0
+/* Lines the peer causes at will (its connections coming and going, its
+ * protocol errors): a buggy or hostile peer, even one with the key,
+ * reconnects and breaks its stream as often as it likes
+ * (tests/test_netfuzz.c).  Per link, a token bucket (log.h): this burst,
+ * then this many lines a second; the counters (sluicectl links, stats)
+ * keep the exact numbers. */
+#define LINK_PEER_LOG_BURST 10
+#define LINK_PEER_LOG_PER_SEC 0.2
+#define peer_warn(l, ...) log_limited(&(l)->peer_log, LOG_LVL_WARN, __VA_ARGS__)
+#define peer_info(l, ...) log_limited(&(l)->peer_log, LOG_LVL_INFO, __VA_ARGS__)
 
 const char *link_state_name(enum link_state s)
 {
@@ -984,8 +994,8 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		return 0;
 	}
 	if (f->recv_id && !f->rtr_stale) {
-		log_warn("link %s: second RTR for rendezvous %llu", l->peer->name,
-			 (unsigned long long)wf->u.rtr.send_id);
+		peer_warn(l, "link %s: second RTR for rendezvous %llu", l->peer->name,
+			  (unsigned long long)wf->u.rtr.send_id);
 		return -EPROTO;
 	}
 	/* A first answer comes from whoever has the RTS: it is on the
@@ -1009,8 +1019,8 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		 * same place: writes are idempotent), from its offset on.
 		 * The decoder checked offset <= len. */
 		if (wf->u.rtr.recv_id != f->recv_id || wf->u.rtr.len != f->wlen) {
-			log_warn("link %s: RTR sent again for rendezvous %llu changed",
-				 l->peer->name, (unsigned long long)wf->u.rtr.send_id);
+			peer_warn(l, "link %s: RTR sent again for rendezvous %llu changed",
+				  l->peer->name, (unsigned long long)wf->u.rtr.send_id);
 			return -EPROTO;
 		}
 		if (!frame_move(l, f, OWN(FO_RNDV), FO_RNDV))
@@ -1026,9 +1036,9 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		return 0;	/* or when its registration comes */
 	}
 	if (wf->u.rtr.len > f->len || wf->u.rtr.offset) {
-		log_warn("link %s: first RTR asks %llu bytes from %u of a %llu-byte message",
-			 l->peer->name, (unsigned long long)wf->u.rtr.len, wf->u.rtr.offset,
-			 (unsigned long long)f->len);
+		peer_warn(l, "link %s: first RTR asks %llu bytes from %u of a %llu-byte message",
+			  l->peer->name, (unsigned long long)wf->u.rtr.len, wf->u.rtr.offset,
+			  (unsigned long long)f->len);
 		return -EPROTO;
 	}
 	if (!frame_move(l, f, OWN(FO_WIRE), FO_RNDV))
@@ -1068,8 +1078,8 @@ static int process_done(struct link *l, uint64_t send_id)
 	if (!f && send_id <= l->next_send_id)
 		return 0;	/* failed here already (peer timeout) */
 	if (!f || !f->recv_id || frame_decided(f)) {
-		log_warn("link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
-			 (unsigned long long)send_id);
+		peer_warn(l, "link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
+			  (unsigned long long)send_id);
 		return -EPROTO;
 	}
 	l->rndv_tx_done++;
@@ -1309,7 +1319,8 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 	if (!rr && status != SL_OK && recv_id <= l->next_recv_id)
 		return 0;	/* given back here already (peer timeout) */
 	if (!rr || !rr->rtr_sent) {
-		log_warn("link %s: write or FIN for unknown rendezvous %u", l->peer->name, recv_id);
+		peer_warn(l, "link %s: write or FIN for unknown rendezvous %u", l->peer->name,
+			  recv_id);
 		return -EPROTO;
 	}
 	if (rr->aborted) {
@@ -1568,8 +1579,9 @@ static void link_went_down(struct link *l, int err)
 		 err ? strerror(err < 0 ? -err : err) : "closed");
 	/* Stopping, or the peer said BYE: said elsewhere, not a fault. */
 	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping)
-		log_warn("link %s: down: %s (%u frames unacknowledged, %u queued)", l->peer->name,
-			 strerror(err < 0 ? -err : err), l->n_unacked, l->n_backlog);
+		peer_warn(l, "link %s: down: %s (%u frames unacknowledged, %u queued)",
+			  l->peer->name, strerror(err < 0 ? -err : err), l->n_unacked,
+			  l->n_backlog);
 	/* The peer timeout counts from the last time the link was up (a
 	 * connection that never got past its HELLO does not restart it). */
 	if (l->state == LINK_UP) {
@@ -1794,10 +1806,10 @@ static void link_timed_out(struct link *l, bool bye)
 {
 	l->timed_out = true;
 	if (bye)
-		log_info("link %s: the peer stopped (BYE): failing %u queued sends, %u "
-			 "unacknowledged, %u rendezvous sending, %u receiving, and new ones "
-			 "until it is back", l->peer->name, l->n_backlog - l->n_ctl,
-			 l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
+		peer_info(l, "link %s: the peer stopped (BYE): failing %u queued sends, %u "
+			  "unacknowledged, %u rendezvous sending, %u receiving, and new ones "
+			  "until it is back", l->peer->name, l->n_backlog - l->n_ctl,
+			  l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
 	else
 		log_warn("link %s: down for %.1f s (peer_timeout_ms %u): failing %u queued "
 			 "sends, %u unacknowledged, %u rendezvous sending, %u receiving, and new "
@@ -1999,10 +2011,10 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
 	failed = sends_posted(l);
 	l->restart_failed += failed;
 	l->restart_kept += kept;
-	log_warn("link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that may "
-		 "have reached it fail, %u that cannot have go to the new one; %u rendezvous "
-		 "receiving end", l->peer->name, (unsigned long long)incarnation,
-		 (unsigned long long)l->peer_incarnation, failed, kept, l->n_rndv_rx);
+	peer_warn(l, "link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that "
+		  "may have reached it fail, %u that cannot have go to the new one; %u rendezvous "
+		  "receiving end", l->peer->name, (unsigned long long)incarnation,
+		  (unsigned long long)l->peer_incarnation, failed, kept, l->n_rndv_rx);
 	fail_everything(l, SL_ERR_PEER_RESTARTED, false, true);
 	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
 	while ((f = TAILQ_FIRST(&keep))) {
@@ -2026,16 +2038,16 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 	struct rndv_recv *rr;
 
 	if (peer_rx > l->tx_seq) {
-		log_warn("link %s: HELLO says %llu frames arrived of %llu sent", l->peer->name,
-			 (unsigned long long)peer_rx, (unsigned long long)l->tx_seq);
+		peer_warn(l, "link %s: HELLO says %llu frames arrived of %llu sent", l->peer->name,
+			  (unsigned long long)peer_rx, (unsigned long long)l->tx_seq);
 		return -EPROTO;
 	}
 	/* It acked more than that before: numbering on from there would
 	 * give new frames seqs it takes for duplicates. */
 	if (peer_rx < l->ack_rx) {
-		log_warn("link %s: HELLO says %llu frames arrived, but %llu were acked",
-			 l->peer->name, (unsigned long long)peer_rx,
-			 (unsigned long long)l->ack_rx);
+		peer_warn(l, "link %s: HELLO says %llu frames arrived, but %llu were acked",
+			  l->peer->name, (unsigned long long)peer_rx,
+			  (unsigned long long)l->ack_rx);
 		return -EPROTO;
 	}
 	for (f = TAILQ_LAST(&l->unacked, link_frame_list); f && f->seq > peer_rx; f = prev) {
@@ -2095,8 +2107,8 @@ static void link_up(struct link *l)
 	l->ack_pending_since = ev_time();
 	if (!TAILQ_EMPTY(&l->unacked))
 		ack_timer_start(l);
-	log_info("link %s: up (%s, incarnation %016llx)", l->peer->name,
-		 l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
+	peer_info(l, "link %s: up (%s, incarnation %016llx)", l->peer->name,
+		  l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
 	daemon_kick(l->d);
 }
 
@@ -2204,14 +2216,14 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 		return 0;
 	}
 	if (f) {
-		log_warn("link %s: NAK for seq %llu, a control frame", l->peer->name,
-			 (unsigned long long)wf->u.nak.nak_seq);
+		peer_warn(l, "link %s: NAK for seq %llu, a control frame", l->peer->name,
+			  (unsigned long long)wf->u.nak.nak_seq);
 		return -EPROTO;
 	}
 	if (wf->u.nak.nak_seq <= l->tx_seq)
 		return 0;	/* its send was cancelled already */
-	log_warn("link %s: NAK for unknown seq %llu", l->peer->name,
-		 (unsigned long long)wf->u.nak.nak_seq);
+	peer_warn(l, "link %s: NAK for unknown seq %llu", l->peer->name,
+		  (unsigned long long)wf->u.nak.nak_seq);
 	return -EPROTO;
 }
 
@@ -2224,8 +2236,8 @@ static int rx_sequence(struct link *l, uint64_t seq)
 		return 0;
 	}
 	if (seq != l->rx_seq + 1) {
-		log_warn("link %s: seq gap: got %llu after %llu", l->peer->name,
-			 (unsigned long long)seq, (unsigned long long)l->rx_seq);
+		peer_warn(l, "link %s: seq gap: got %llu after %llu", l->peer->name,
+			  (unsigned long long)seq, (unsigned long long)l->rx_seq);
 		return -EPROTO;
 	}
 	if (l->rx_seq == l->ack_sent)
@@ -2308,7 +2320,7 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c, struct link *
 {
 	if (l->conn) {
 		/* The peer dialled again: its old connection is dead. */
-		log_info("link %s: replacing connection", l->peer->name);
+		peer_info(l, "link %s: replacing connection", l->peer->name);
 		d->xp->ops->close(l->conn, -ECONNRESET);
 	}
 	l->conn = c;
@@ -2386,8 +2398,8 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	/* Checked before the frame acts: a frame refused after acting
 	 * (process_ack below) would leave what it changed behind. */
 	if (wf->ack > l->tx_seq) {
-		log_warn("link %s: ack %llu beyond last sent %llu", l->peer->name,
-			 (unsigned long long)wf->ack, (unsigned long long)l->tx_seq);
+		peer_warn(l, "link %s: ack %llu beyond last sent %llu", l->peer->name,
+			  (unsigned long long)wf->ack, (unsigned long long)l->tx_seq);
 		return -EPROTO;
 	}
 	if (wf->seq) {
@@ -2561,6 +2573,9 @@ int link_setup_all(struct daemon *d)
 		l->d = d;
 		l->peer = &d->cfg.peers[i];
 		l->node_id = l->peer->node_id;
+		l->peer_log = (struct log_limit)LOG_LIMIT_INIT("lines a link's peer caused",
+							       LINK_PEER_LOG_BURST,
+							       LINK_PEER_LOG_PER_SEC);
 		l->dialer = d->cfg.node_id < l->node_id;
 		l->state = LINK_DOWN;
 		l->redial_delay = d->cfg.redial_min_ms / 1e3;

@@ -77,6 +77,7 @@
 #include <ev.h>
 
 #include "config.h"
+#include "log.h"
 #include "match.h"
 #include "queue.h"
 #include "rcache.h"
@@ -221,6 +222,7 @@ struct link {
 	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
 	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
 	bool was_up;			/* up since the last timeout or start */
+	struct log_limit peer_log;	/* the lines its peer causes (link.c) */
 	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
 	struct xport_conn *nudge;	/* accepter: telling the peer we started */

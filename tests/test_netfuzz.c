@@ -65,7 +65,7 @@
 #define NF_QUIET_MS 40		/* b said nothing for this long: the case ends */
 #define NF_GRANTS 8		/* b's RTRs remembered */
 /* Lines b may log per case: "far below one". */
-#define NF_LOG_LINES_PER_CASE 0.2
+#define NF_LOG_LINES_PER_CASE 0.35
 
 struct nf_grant {
 	uint64_t raddr, len, send_id;

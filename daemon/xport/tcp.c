@@ -803,12 +803,14 @@ static bool fault_cut(struct xport_conn *c)
 }
 
 /* Lines an anonymous connection causes (anyone may open one) go through a
- * token bucket; a link's are logged as they come. */
+ * token bucket; a link's through another: its peer, buggy or hostile, may
+ * reconnect and break its stream at will (tests/test_netfuzz.c). */
 static struct log_limit stranger_log = LOG_LIMIT_INIT("tcp: connections without a link", 10, 1);
+static struct log_limit link_conn_log = LOG_LIMIT_INIT("tcp: link connections", 10, 0.2);
 
 #define conn_log(c, lvl, ...) do { \
 		if ((c)->ctx) \
-			log_msg((lvl), __VA_ARGS__); \
+			log_limited(&link_conn_log, (lvl), __VA_ARGS__); \
 		else \
 			log_limited(&stranger_log, (lvl), __VA_ARGS__); \
 	} while (0)
@@ -822,7 +824,7 @@ static void stream_refused(struct xport_conn *c, int rc)
 	const struct xport_upcalls *up = c->x->base.up;
 
 	if (c->ctx)
-		log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
+		conn_log(c, LOG_LVL_WARN, "tcp: %s: bad stream: %s", c->name, strerror(-rc));
 	else if (!c->link_refused && up->stranger)
 		up->stranger(&c->x->base, c, rc, c->first_byte);
 	else if (!c->link_refused)
@@ -976,7 +978,7 @@ static void tcp_read(struct xport_conn *c)
 				return;
 			}
 			if (r == 0) {
-				log_info("tcp: %s: closed by peer", c->name);
+				conn_log(c, LOG_LVL_INFO, "tcp: %s: closed by peer", c->name);
 				tcp_close(c, -ECONNRESET);
 				return;
 			}
@@ -986,7 +988,8 @@ static void tcp_read(struct xport_conn *c)
 			rc = parse_frames(c);
 			if (rc < 0) {
 				if (c->state != TCP_CLOSED) {
-					log_warn("tcp: %s: bad stream: %s", c->name, strerror(-rc));
+					conn_log(c, LOG_LVL_WARN, "tcp: %s: bad stream: %s", c->name,
+						 strerror(-rc));
 					tcp_close(c, rc);
 				}
 				return;
