@@ -56,8 +56,8 @@
 #include "sluice.h"
 #include "testutil.h"
 
-#define NF_CASES 400u
-#define NF_SECONDS 40
+#define NF_CASES 300u
+#define NF_SECONDS 30
 #define NF_PORT 7000		/* the receiver on b that f sends to */
 #define NF_RECVS 8
 #define NF_RECV_LEN (64u << 10)
