@@ -541,20 +541,6 @@ static void stranger_case(const struct nf *z, const struct h_daemon *b,
 /* b's log                                                              */
 /* ------------------------------------------------------------------ */
 
-static unsigned log_lines(const struct h_daemon *d, const char *needle)
-{
-	FILE *f = fopen(d->log, "r");
-	char line[2048];
-	unsigned n = 0;
-
-	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (!needle || strstr(line, needle))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /* The sanitizers' and the daemon's own reports of a bug. */
 static void expect_no_report(const struct h_daemon *d)
 {
@@ -562,7 +548,7 @@ static void expect_no_report(const struct h_daemon *d)
 					   "runtime error:", "assertion", "Assertion" };
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		H_ASSERT(log_lines(d, bad[i]) == 0, "%s's log has \"%s\"", d->name, bad[i]);
+		H_ASSERT(tu_log_lines(d, bad[i]) == 0, "%s's log has \"%s\"", d->name, bad[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -671,7 +657,7 @@ START_TEST(netfuzz_live)
 	stage_start(&st);
 	st.z.verbose = env_or("SLUICE_NETFUZZ_VERBOSE", 0) != 0;
 	st.z.incarnation = ((uint64_t)seed << 16) | 1;
-	lines0 = log_lines(&st.b, NULL);
+	lines0 = tu_log_lines(&st.b, NULL);
 	t0 = h_now_ms();
 	end = t0 + (int64_t)seconds * 1000;
 	for (i = 0; i < cases && h_now_ms() < end; i++) {
@@ -684,7 +670,7 @@ START_TEST(netfuzz_live)
 		}
 		H_ASSERT(h_daemon_alive(&st.b), "case %u (seed %u): b died", i, seed);
 	}
-	lines = log_lines(&st.b, NULL) - lines0;
+	lines = tu_log_lines(&st.b, NULL) - lines0;
 	printf("netfuzz_live: %u cases in %lld ms (seed %u): %u frames, %u mutated, %u truncated, "
 	       "b closed %u connections; %u strangers; the target got %llu completions; b logged "
 	       "%u lines (%.3f per case)\n", i, (long long)(h_now_ms() - t0), seed, st.z.frames,

@@ -467,3 +467,17 @@ const char *tu_sluicectl(void)
 	H_ASSERT(access(path, X_OK) == 0, "%s: %s (set top_builddir)", path, strerror(errno));
 	return path;
 }
+
+unsigned tu_log_lines(const struct h_daemon *d, const char *needle)
+{
+	FILE *f = fopen(d->log, "r");
+	char line[2048];
+	unsigned n = 0;
+
+	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!needle || strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}

@@ -304,4 +304,10 @@ void wait_cqes(struct sl_queue *q, struct sl_cqe *cqes, unsigned n, int ms);
  * does. */
 void expect_no_cqe(struct sl_queue *q, int ms);
 
+/* ---- daemon logs ---- */
+
+/* Test process: the lines of @d's log that contain @needle (NULL: all
+ * lines).  Fatal if the log cannot be read. */
+unsigned tu_log_lines(const struct h_daemon *d, const char *needle);
+
 #endif
