@@ -405,26 +405,63 @@ static void remember_grant(struct nf *z, const struct sl_wire_frame *f)
 				.recv_id = f->u.rtr.recv_id };
 }
 
+/* What b sent on a case's connection, cut into frames as a peer does it:
+ * a frame may span two reads, and two drains. */
+struct nf_rx {
+	uint8_t buf[4 * SL_WIRE_HDR_MAX];
+	size_t len;
+	uint32_t skip;		/* payload bytes still to drop */
+};
+
+static void take_frame(struct nf *z, const struct sl_wire_frame *f)
+{
+	if (f->seq == z->rx_seq + 1)
+		z->rx_seq = f->seq;
+	if (f->type == SL_WIRE_RTR)
+		remember_grant(z, f);
+}
+
 /* Read what b sends until it closes the connection (true) or is quiet
  * for NF_QUIET_MS (false); every frame must decode. */
-static bool drain(struct nf *z, int fd, unsigned case_no)
+static bool drain(struct nf *z, struct nf_rx *rx, int fd, unsigned case_no)
 {
-	struct sl_wire_frame f;
-	int rc;
-
 	for (;;) {
-		rc = raw_recv(fd, &f, NF_QUIET_MS);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct sl_wire_frame f;
+		size_t n;
+		ssize_t r;
+		int rc;
+
+		while (rx->len) {
+			if (rx->skip) {
+				n = rx->skip < rx->len ? rx->skip : rx->len;
+				rx->skip -= (uint32_t)n;
+			} else {
+				rc = sl_wire_decode_hdr(rx->buf, rx->len, &f);
+				if (rc == -EAGAIN)
+					break;
+				H_ASSERT(rc > 0, "case %u: b sent a frame that does not decode (%s): "
+					 "%02x %02x %02x %02x %02x %02x %02x %02x, %zu bytes", case_no,
+					 strerror(-rc), rx->buf[0], rx->buf[1], rx->buf[2], rx->buf[3],
+					 rx->buf[4], rx->buf[5], rx->buf[6], rx->buf[7], rx->len);
+				take_frame(z, &f);
+				n = (size_t)rc;
+				rx->skip = f.payload_len;
+			}
+			memmove(rx->buf, rx->buf + n, rx->len - n);
+			rx->len -= n;
+		}
+		rc = poll(&pfd, 1, NF_QUIET_MS);
 		if (rc == 0)
-			return true;
-		if (rc == -ETIMEDOUT)
 			return false;
-		/* Every frame b sends must decode (a reset mid-frame reads
-		 * as the end: 0). */
-		H_ASSERT(rc == 1, "case %u: reading b: %s", case_no, strerror(-rc));
-		if (f.seq == z->rx_seq + 1)
-			z->rx_seq = f.seq;
-		if (f.type == SL_WIRE_RTR)
-			remember_grant(z, &f);
+		if (rc < 0) {
+			H_ASSERT(errno == EINTR, "poll: %s", strerror(errno));
+			continue;
+		}
+		r = read(fd, rx->buf + rx->len, sizeof(rx->buf) - rx->len);
+		if (r <= 0)
+			return true;	/* closed, or reset */
+		rx->len += (size_t)r;
 	}
 }
 
@@ -466,6 +503,7 @@ static void nf_case(struct nf *z, const struct h_daemon *b, const struct peer_ke
 	uint8_t buf[SL_WIRE_HDR_MAX + 70000 + 64];
 	unsigned k, frames = 1 + (unsigned)below(z, NF_FRAMES_MAX);
 	bool last = false, closed = false;
+	struct nf_rx rx = { .len = 0 };
 	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
 	int fd;
 
@@ -501,7 +539,7 @@ static void nf_case(struct nf *z, const struct h_daemon *b, const struct peer_ke
 		closed = !send_all(fd, buf, len);
 	}
 	if (!closed)
-		closed = drain(z, fd, case_no);
+		closed = drain(z, &rx, fd, case_no);
 	z->closed_by_b += closed;
 	switch (below(z, 3)) {
 	case 0:		/* a reset */
@@ -514,7 +552,7 @@ static void nf_case(struct nf *z, const struct h_daemon *b, const struct peer_ke
 			bye.ack = z->rx_seq;
 			bye.u.bye.incarnation = z->incarnation;
 			if (raw_send(fd, &bye, NULL))
-				(void)drain(z, fd, case_no);
+				(void)drain(z, &rx, fd, case_no);
 		}
 		break;
 	default:
