@@ -12,9 +12,10 @@
  * runs until it closes the connection (a refused frame, or the end of the
  * stream) or has been idle FUZZ_TCP_IDLE_SPINS iterations in a row.
  *
- * This is not the network fuzzer still to be written (a live daemon
- * with a peer and clients beside it, after the authenticated handshake):
- * one process, no second daemon (docs/security.md).
+ * The streams do the handshake in mode none: the real transport fills
+ * in no proofs.  The network fuzzer (a live daemon with a peer and
+ * clients beside it, after the authenticated handshake) is
+ * tests/test_netfuzz.c (docs/security.md).
  */
 #include <errno.h>
 #include <netinet/in.h>

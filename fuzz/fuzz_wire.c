@@ -4,8 +4,10 @@
  *
  * Input: one mode byte, then the byte stream as it arrives on a
  * connection.  Mode bit 0: the stream comes on the connection this node
- * dialled (to peer fuzz-a, after our HELLO) instead of one it accepted
- * (where a HELLO must name fuzz-c, or fuzz-a for a nudge); bits 1-2: how
+ * dialled (to peer fuzz-a, after our AUTH step 1) instead of one it
+ * accepted (where the AUTH steps 1 and 3 must name fuzz-c, or a HELLO
+ * fuzz-a for a nudge); the handshake's mode and proofs as
+ * fuzz_daemon.h says (fuzz_security_from); bits 1-2: how
  * many 256 KiB receives (any source, any tag) wait on port FUZZ_PORT, so
  * that EAGER and RTS frames find a receiver and rendezvous start; bits
  * 3-4: how many sends that client has posted toward the peer of the
