@@ -719,14 +719,12 @@ static int set_value(struct parse_state *st, enum key_id k, const char *value)
 		return set_num32(st, sec, name, value, 0, (uint32_t)F_CUT_MAX,
 				 &c->fault_cut_every_frames);
 	case K_SEC_MODE:
-		if (strcmp(value, "none") == 0 || strcmp(value, "authenticate") == 0) {
-			c->security_mode = value[0] == 'n' ? SECURITY_NONE : SECURITY_AUTHENTICATE;
-			return 1;
-		}
-		if (strcmp(value, "encrypt") == 0)
-			return fail(st, -EINVAL, "[%s] %s: encrypt is not implemented yet (allowed: none, authenticate)",
-				    sec, name);
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a mode (allowed: none, authenticate)",
+		for (int m = SECURITY_NONE; m <= SECURITY_ENCRYPT; m++)
+			if (strcmp(value, config_security_mode_name(m)) == 0) {
+				c->security_mode = m;
+				return 1;
+			}
+		return fail(st, -EINVAL, "[%s] %s: '%s' is not a mode (allowed: none, authenticate, encrypt)",
 			    sec, name, value);
 	case K_SEC_KEY:
 	case K_SEC_PREV_KEY:
@@ -795,6 +793,16 @@ static int on_value(void *user, const char *section, const char *name,
 }
 
 /* Mirrors inih's rule: ';' starts an inline comment after whitespace. */
+const char *config_security_mode_name(enum security_mode m)
+{
+	switch (m) {
+	case SECURITY_NONE: return "none";
+	case SECURITY_AUTHENTICATE: return "authenticate";
+	case SECURITY_ENCRYPT: return "encrypt";
+	}
+	return "?";
+}
+
 static const char *find_close_bracket(const char *s)
 {
 	bool was_space = false;
@@ -894,9 +902,15 @@ static int check_keys(struct parse_state *st)
 	const struct config *c = st->c;
 	int lmin = st->key_line[K_REDIAL_MIN], lmax = st->key_line[K_REDIAL_MAX];
 
-	if (c->security_mode == SECURITY_AUTHENTICATE && !c->key_file[0]) {
+	if (c->security_mode != SECURITY_NONE && !c->key_file[0]) {
 		st->lineno = st->key_line[K_SEC_MODE];
-		return fail(st, -EINVAL, "[security] mode: authenticate needs [security] key_file (sluiced --keygen FILE writes one)"), -EINVAL;
+		return fail(st, -EINVAL, "[security] mode: %s needs [security] key_file (sluiced --keygen FILE writes one)",
+			    config_security_mode_name(c->security_mode)), -EINVAL;
+	}
+	if (c->security_mode == SECURITY_ENCRYPT && c->transport == XPORT_VERBS) {
+		st->lineno = st->key_line[K_SEC_MODE];
+		return fail(st, -EINVAL, "[security] mode: encrypt needs [transport] kind = tcp: "
+			    CONFIG_ENCRYPT_VERBS_WHY), -EINVAL;
 	}
 	if (c->redial_min_ms <= c->redial_max_ms)
 		return 0;
@@ -1183,8 +1197,7 @@ static bool format_value(const struct config *c, enum key_id k, char *buf, size_
 		snprintf(buf, n, "%u", (unsigned)c->fault_cut_every_frames);
 		return true;
 	case K_SEC_MODE:
-		snprintf(buf, n, "%s", c->security_mode == SECURITY_AUTHENTICATE ? "authenticate"
-										 : "none");
+		snprintf(buf, n, "%s", config_security_mode_name(c->security_mode));
 		return true;
 	case K_SEC_KEY:
 		snprintf(buf, n, "%s", c->key_file);

@@ -113,13 +113,16 @@
  *               to that write's address again (a write after the
  *               rendezvous ended)
  *   [security]  who may be a peer (docs/peer-authentication.md):
- *               mode = none|authenticate [none]: none checks that a peer
- *               connects from its configured address; authenticate also
- *               makes both sides of every connection prove the cluster
- *               key (HMAC-SHA256 challenge-response); encrypt is refused
- *               (not implemented yet); needs a restart;
+ *               mode = none|authenticate|encrypt [none]: none checks
+ *               that a peer connects from its configured address;
+ *               authenticate also makes both sides of every connection
+ *               prove the cluster key (HMAC-SHA256 challenge-response);
+ *               encrypt then runs each connection in TLS 1.3 keyed from
+ *               that handshake (tcp transport only: refused with kind
+ *               verbs; docs/encryption.md); needs a restart;
  *               key_file = PATH [none]: the cluster key, 32 bytes, mode
- *               0400 (sluiced --keygen); required by authenticate;
+ *               0400 (sluiced --keygen); required by authenticate and
+ *               encrypt;
  *               previous_key_file = PATH [none]: a key also accepted, for
  *               rotation; a reload reads both files again
  *   [peers]     NAME = HOST:PORT, one line per other node
@@ -147,7 +150,14 @@
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 #define CONFIG_KEY_PATH_MAX 256	/* [security] key files, including the NUL */
 
-enum security_mode { SECURITY_NONE = 0, SECURITY_AUTHENTICATE = 1 };
+/* The values are the AUTH frame's mode field (sl_wire.h). */
+enum security_mode { SECURITY_NONE = 0, SECURITY_AUTHENTICATE = 1, SECURITY_ENCRYPT = 2 };
+
+/* Why mode encrypt is refused on verbs (config check and start). */
+#define CONFIG_ENCRYPT_VERBS_WHY "RDMA writes are placed by the NIC and bypass the CPU, so no TLS record layer can cover them; on verbs use mode = authenticate (the handshake is authenticated) and keep strangers off the fabric with a partition (P_Key) of the cluster's own (docs/encryption.md)"
+
+/* "none", "authenticate" or "encrypt": the [security] mode value. */
+const char *config_security_mode_name(enum security_mode m);
 
 enum xport_kind { XPORT_TCP = 1, XPORT_AUTO = 2, XPORT_VERBS = 3 };
 

@@ -134,6 +134,51 @@ static enum security_mode mode_of(const struct daemon *d)
 	return d->cfg.security_mode;
 }
 
+/* Do both sides prove the cluster key (modes authenticate and encrypt)? */
+static bool keyed(const struct daemon *d)
+{
+	return mode_of(d) != SECURITY_NONE;
+}
+
+/* A peer's AUTH mode field as text (the decoder admits 0..2 only). */
+static const char *wire_mode_name(uint16_t mode)
+{
+	return config_security_mode_name((enum security_mode)mode);
+}
+
+/* The mismatch of @wf's mode with ours, for the refusal's line. */
+static void mode_detail(const struct daemon *d, const struct sl_wire_frame *wf, const char *node,
+			char *buf, size_t len)
+{
+	snprintf(buf, len, "node %s runs [security] mode %s, this daemon %s (set the same mode on "
+		 "every node)", node, wire_mode_name(wf->u.auth.mode),
+		 config_security_mode_name(mode_of(d)));
+}
+
+/*
+ * Mode encrypt: from here on @c is TLS, keyed with the PSK of this
+ * handshake (peer_auth_tls_psk), the accepter as the server.  Returns 0 or
+ * -errno (logged).
+ */
+static int start_tls(struct daemon *d, struct xport_conn *c, const char *who,
+		     const struct peer_key *k, const uint8_t *nonce_d, const uint8_t *nonce_a,
+		     uint32_t node_d, uint32_t node_a, uint64_t inc_d, uint64_t inc_a, bool server)
+{
+	uint8_t psk[PEER_TLS_PSK_LEN];
+	int rc;
+
+	if (mode_of(d) != SECURITY_ENCRYPT)
+		return 0;
+	rc = peer_auth_tls_psk(k, nonce_d, nonce_a, node_d, node_a, inc_d, inc_a, psk);
+	if (rc == 0)
+		rc = d->xp->ops->start_tls ? d->xp->ops->start_tls(c, server, psk) : -EOPNOTSUPP;
+	OPENSSL_cleanse(psk, sizeof(psk));
+	if (rc < 0)
+		log_limited(&auth_log, LOG_LVL_WARN, "link %s: cannot start TLS: %s", who,
+			    strerror(-rc));
+	return rc;
+}
+
 /* ---- keys and addresses ---- */
 
 int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err, size_t errlen)
@@ -238,10 +283,9 @@ int link_auth_init(struct daemon *d)
 	for (size_t i = 0; i < la->n_peers; i++)
 		resolve_peer(&la->peers[i], &d->cfg.peers[i]);
 	d->auth = la;
-	log_info("peer authentication: mode %s%s%s", mode_of(d) == SECURITY_AUTHENTICATE ?
-		 "authenticate, key " : "none (peers are checked by address only)",
-		 mode_of(d) == SECURITY_AUTHENTICATE ? d->cfg.key_file : "",
-		 la->keys.prev.set ? " (and a previous key)" : "");
+	log_info("peer authentication: mode %s%s%s%s", config_security_mode_name(mode_of(d)),
+		 keyed(d) ? ", key " : " (peers are checked by address only)",
+		 keyed(d) ? d->cfg.key_file : "", la->keys.prev.set ? " (and a previous key)" : "");
 	return 0;
 }
 
@@ -258,7 +302,7 @@ int link_auth_reload(struct daemon *d)
 		log_err("reload: %s; the keys in use stay", err);
 		return rc;
 	}
-	if (mode_of(d) == SECURITY_AUTHENTICATE && !nk.cur.set) {
+	if (keyed(d) && !nk.cur.set) {
 		log_err("reload: [security] key_file is not set; the keys in use stay");
 		OPENSSL_cleanse(&nk, sizeof(nk));
 		return -EINVAL;
@@ -322,7 +366,7 @@ static void auth_fill(const struct daemon *d, struct sl_wire_frame *wf, uint16_t
 	*wf = (struct sl_wire_frame){ .type = SL_WIRE_AUTH };
 	wf->u.auth.node_id = d->cfg.node_id;
 	wf->u.auth.step = step;
-	wf->u.auth.mode = mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0;
+	wf->u.auth.mode = (uint16_t)mode_of(d);
 	wf->u.auth.incarnation = d->incarnation;
 }
 
@@ -384,11 +428,13 @@ static int accept_step1(struct daemon *d, struct xport_conn *c, const struct sl_
 		return refuse_told(d, AR_ROLE, t, SL_WIRE_BYE_ROLE, l);
 	if (!address_ok(l, c))
 		return refuse_told(d, AR_ADDRESS, t, SL_WIRE_BYE_ADDRESS, l);
-	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
-		return refuse_told(d, AR_MODE, t, SL_WIRE_BYE_MODE, l);
+	/* The BYE says which mode this daemon runs, so that the dialer can
+	 * name both modes too. */
+	if (wf->u.auth.mode != mode_of(d))
+		return refuse_told(d, AR_MODE, t, sl_wire_bye_mode_reason((uint16_t)mode_of(d)), l);
 	if (mode_of(d) == SECURITY_NONE && l->state == LINK_UP)
 		return refuse_told(d, AR_LIVE, t, SL_WIRE_BYE_LIVE, l);
-	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+	if (keyed(d)) {
 		k = choose_key(&la->keys, wf->u.auth.key_id, wf->u.auth.key_id2);
 		if (!k)
 			return refuse_told(d, AR_KEY, t, SL_WIRE_BYE_KEY, l);
@@ -412,7 +458,7 @@ static int accept_step1(struct daemon *d, struct xport_conn *c, const struct sl_
 	memcpy(out.u.auth.nonce, p->nonce_a, sizeof(out.u.auth.nonce));
 	if (rc == 0 && k) {
 		out.u.auth.key_id = k->id;
-		rc = peer_auth_proof(k, PEER_ROLE_ACCEPTER, p->nonce_d, p->nonce_a,
+		rc = peer_auth_proof(k, PEER_ROLE_ACCEPTER, (uint8_t)mode_of(d), p->nonce_d, p->nonce_a,
 				     wf->u.auth.node_id, d->cfg.node_id, p->incarnation,
 				     d->incarnation, out.u.auth.proof);
 	}
@@ -434,12 +480,15 @@ static int accept_step3(struct daemon *d, struct auth_pending *p, const struct s
 	if (p->proven || wf->u.auth.node_id != p->l->node_id ||
 	    wf->u.auth.incarnation != p->incarnation)
 		return refuse(d, who, AR_PROTOCOL, "step 3 does not match its step 1");
-	if (mode_of(d) == SECURITY_AUTHENTICATE &&
+	if (keyed(d) &&
 	    (wf->u.auth.key_id != p->key.id ||
-	     !peer_auth_proof_ok(&p->key, PEER_ROLE_DIALER, p->nonce_d, p->nonce_a,
-				 p->l->node_id, d->cfg.node_id, p->incarnation, d->incarnation,
-				 wf->u.auth.proof)))
+	     !peer_auth_proof_ok(&p->key, PEER_ROLE_DIALER, (uint8_t)mode_of(d), p->nonce_d,
+				 p->nonce_a, p->l->node_id, d->cfg.node_id, p->incarnation,
+				 d->incarnation, wf->u.auth.proof)))
 		return refuse(d, who, AR_PROOF, NULL);
+	if (start_tls(d, p->c, who, &p->key, p->nonce_d, p->nonce_a, p->l->node_id,
+		      d->cfg.node_id, p->incarnation, d->incarnation, true) < 0)
+		return -EPROTO;
 	p->proven = true;
 	return LINK_AUTH_MORE;
 }
@@ -478,7 +527,7 @@ int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_
 			w = p->who;
 			rc = refuse_told(d, AR_LIVE, &t, SL_WIRE_BYE_LIVE, l);
 		} else {
-			peer_of(l)->how = mode_of(d) == SECURITY_AUTHENTICATE ? "key" : "address";
+			peer_of(l)->how = keyed(d) ? "key" : "address";
 			d->ctr.auth_handshakes++;
 			*l_p = l;
 			pending_free(p);
@@ -558,7 +607,7 @@ int link_auth_dial_start(struct link *l)
 		return rc;
 	auth_fill(d, &wf, 1);
 	memcpy(wf.u.auth.nonce, ap->nonce, sizeof(wf.u.auth.nonce));
-	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+	if (keyed(d)) {
 		wf.u.auth.key_id = d->auth->keys.cur.id;
 		wf.u.auth.key_id2 = d->auth->keys.prev.set ? d->auth->keys.prev.id : 0;
 	}
@@ -588,23 +637,27 @@ int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf, const ui
 	}
 	if (!ap || !ap->sent || ap->answered || wf->u.auth.step != 2)
 		return refuse(d, who, AR_PROTOCOL, "unexpected handshake step");
-	if (wf->u.auth.mode != (mode_of(d) == SECURITY_AUTHENTICATE ? 1 : 0))
-		return refuse(d, who, AR_MODE, mode_of(d) == SECURITY_AUTHENTICATE ?
-			      "it runs [security] mode none, this daemon authenticate" :
-			      "it runs [security] mode authenticate, this daemon none");
-	if (mode_of(d) == SECURITY_AUTHENTICATE) {
+	if (wf->u.auth.mode != mode_of(d)) {
+		char detail[CONFIG_NAME_MAX + 160], at[CONFIG_NAME_MAX + 80];
+
+		snprintf(at, sizeof(at), "%s at %s", l->peer->name, d->xp->ops->peer_name(l->conn));
+		mode_detail(d, wf, l->peer->name, detail, sizeof(detail));
+		return refuse(d, at, AR_MODE, detail);
+	}
+	if (keyed(d)) {
 		k = peer_keys_find(&d->auth->keys, wf->u.auth.key_id);
 		if (!k)
 			return refuse(d, who, AR_KEY, "it answered with a key this daemon does not hold");
-		if (!peer_auth_proof_ok(k, PEER_ROLE_ACCEPTER, ap->nonce, wf->u.auth.nonce,
-					d->cfg.node_id, l->node_id, d->incarnation,
+		if (!peer_auth_proof_ok(k, PEER_ROLE_ACCEPTER, (uint8_t)mode_of(d), ap->nonce,
+					wf->u.auth.nonce, d->cfg.node_id, l->node_id, d->incarnation,
 					wf->u.auth.incarnation, wf->u.auth.proof))
 			return refuse(d, who, AR_PROOF, NULL);
 	}
 	auth_fill(d, &out, 3);
 	if (k) {
 		out.u.auth.key_id = k->id;
-		rc = peer_auth_proof(k, PEER_ROLE_DIALER, ap->nonce, wf->u.auth.nonce,
+		rc = peer_auth_proof(k, PEER_ROLE_DIALER, (uint8_t)mode_of(d), ap->nonce,
+				     wf->u.auth.nonce,
 				     d->cfg.node_id, l->node_id, d->incarnation,
 				     wf->u.auth.incarnation, out.u.auth.proof);
 		if (rc < 0)
@@ -613,6 +666,10 @@ int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf, const ui
 	rc = post_auth(d, l->conn, &out);
 	if (rc < 0)
 		return rc;
+	/* Step 3 is the last plaintext frame each way; our HELLO is in TLS. */
+	if (k && start_tls(d, l->conn, who, k, ap->nonce, wf->u.auth.nonce, d->cfg.node_id,
+			   l->node_id, d->incarnation, wf->u.auth.incarnation, false) < 0)
+		return -EPROTO;
 	ap->answered = true;
 	ap->peer_incarnation = wf->u.auth.incarnation;
 	return 0;
@@ -626,7 +683,7 @@ bool link_auth_dial_hello_ok(struct link *l, const struct sl_wire_frame *wf)
 		refuse(l->d, l->peer->name, AR_PROTOCOL, "HELLO before its proof");
 		return false;
 	}
-	ap->how = mode_of(l->d) == SECURITY_AUTHENTICATE ? "key" : "address";
+	ap->how = keyed(l->d) ? "key" : "address";
 	l->d->ctr.auth_handshakes++;
 	return true;
 }
@@ -645,8 +702,21 @@ void link_auth_dial_closed(struct link *l, int err)
 const char *link_auth_how(const struct link *l)
 {
 	const struct auth_peer *ap = peer_of(l);
+	const struct xport_ops *ops = l->d->xp->ops;
+	unsigned tls;
 
-	return l->state == LINK_UP && ap && ap->how ? ap->how : "-";
+	if (l->state != LINK_UP || !ap || !ap->how)
+		return "-";
+	if (mode_of(l->d) != SECURITY_ENCRYPT || !l->conn || !ops->tls_state)
+		return ap->how;
+	tls = ops->tls_state(l->conn);
+	if (!(tls & XPORT_TLS_UP))
+		return "-";
+	if ((tls & XPORT_TLS_KTLS_TX) && (tls & XPORT_TLS_KTLS_RX))
+		return "encrypted+ktls";
+	if (tls & (XPORT_TLS_KTLS_TX | XPORT_TLS_KTLS_RX))
+		return tls & XPORT_TLS_KTLS_TX ? "encrypted+ktls-tx" : "encrypted+ktls-rx";
+	return "encrypted";
 }
 
 uint32_t link_auth_sender_uid(const struct link *l, uint32_t claimed)

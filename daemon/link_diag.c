@@ -82,6 +82,7 @@ void link_diag_who_read(struct link_diag_who *w, const struct sl_wire_frame *wf,
 {
 	memset(w, 0, sizeof(*w));
 	w->node_id = wf->u.auth.node_id;
+	w->mode = wf->u.auth.mode;
 	if (wf->payload_len &&
 	    sl_wire_auth_who_decode(payload, wf->payload_len, w->node_id, w->name, sizeof(w->name),
 				    &w->listen_port) < 0) {
@@ -183,11 +184,14 @@ void link_diag_accept_refused(struct daemon *d, struct xport_conn *c,
 				 conn, who, me, who, who, who, me, since(sb, sizeof(sb), n));
 			break;
 		case SL_WIRE_BYE_MODE:
+		case SL_WIRE_BYE_MODE_NONE:
+		case SL_WIRE_BYE_MODE_AUTHENTICATE:
+		case SL_WIRE_BYE_MODE_ENCRYPT:
 			log_warn("link: %s refused: node %s runs [security] mode %s, this node (%s) "
 				 "%s; set the same mode on both%s", conn, who,
-				 d->cfg.security_mode == SECURITY_AUTHENTICATE ? "none" :
-				 "authenticate", me, d->cfg.security_mode == SECURITY_AUTHENTICATE ?
-				 "authenticate" : "none", since(sb, sizeof(sb), n));
+				 config_security_mode_name((enum security_mode)w->mode), me,
+				 config_security_mode_name(d->cfg.security_mode),
+				 since(sb, sizeof(sb), n));
 			break;
 		case SL_WIRE_BYE_KEY:
 			log_warn("link: %s refused: node %s holds neither key_file nor "
@@ -235,7 +239,10 @@ static const char *dial_why_short(uint32_t reason)
 	case SL_WIRE_BYE_UNKNOWN_NODE: return "this node is not under its [peers]";
 	case SL_WIRE_BYE_ADDRESS: return "it lists this node at another address";
 	case SL_WIRE_BYE_ROLE: return "it dials this node itself";
-	case SL_WIRE_BYE_MODE: return "another [security] mode";
+	case SL_WIRE_BYE_MODE:
+	case SL_WIRE_BYE_MODE_NONE:
+	case SL_WIRE_BYE_MODE_AUTHENTICATE:
+	case SL_WIRE_BYE_MODE_ENCRYPT: return "another [security] mode";
 	case SL_WIRE_BYE_KEY: return "no cluster key in common";
 	case SL_WIRE_BYE_LIVE: return "this node's name is up there already";
 	case SL_WIRE_BYE_SAME_NODE: return "it has this node's name";
@@ -249,7 +256,14 @@ static void dial_why(const struct link *l, uint32_t reason, char *buf, size_t le
 	const struct daemon *d = l->d;
 	const char *me = d->cfg.node_name, *peer = l->peer->name;
 	char addr[DIAG_ADDR_LEN];
+	int mode;
 
+	if (sl_wire_bye_is_mode(reason, &mode)) {
+		snprintf(buf, len, "%s runs [security] mode %s, this node %s; set the same mode on "
+			 "both", peer, mode >= 0 ? config_security_mode_name(mode) : "another",
+			 config_security_mode_name(d->cfg.security_mode));
+		return;
+	}
 	switch (reason) {
 	case SL_WIRE_BYE_UNKNOWN_NODE:
 		snprintf(buf, len, "it does not list node %s under [peers]; add \"%s = %s\" under "
@@ -265,12 +279,6 @@ static void dial_why(const struct link *l, uint32_t reason, char *buf, size_t le
 		snprintf(buf, len, "the daemon there dials %s itself, so it is not the %s this "
 			 "node expects; check %s's address under [peers] and the node names", me,
 			 peer, peer);
-		break;
-	case SL_WIRE_BYE_MODE:
-		snprintf(buf, len, "%s runs [security] mode %s, this node %s; set the same mode on "
-			 "both", peer, d->cfg.security_mode == SECURITY_AUTHENTICATE ? "none" :
-			 "authenticate", d->cfg.security_mode == SECURITY_AUTHENTICATE ?
-			 "authenticate" : "none");
 		break;
 	case SL_WIRE_BYE_KEY:
 		snprintf(buf, len, "they share no cluster key; give both the same [security] "

@@ -38,6 +38,7 @@ struct xport_conn;
 struct link_diag_who {
 	uint32_t node_id;		/* the AUTH's node_id */
 	uint16_t listen_port;		/* 0: not said */
+	uint16_t mode;			/* the AUTH's [security] mode field */
 	char name[SL_WIRE_AUTH_NAME_MAX + 1];	/* "": not said, or not @node_id's */
 };
 

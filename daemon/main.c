@@ -340,6 +340,7 @@ static struct xport *create_transport(struct daemon *d)
 		.max_frame = c->eager_max + SL_WIRE_HDR_MAX,
 		.recv_depth = verbs_recv_depth(c),
 		.device = c->device,
+		.tls = c->security_mode == SECURITY_ENCRYPT,
 		.faults = {
 			.post_enomem_every = c->fault_post_enomem_every,
 			.reg_fail_after = c->fault_reg_fail_after,
@@ -363,6 +364,12 @@ static struct xport *create_transport(struct daemon *d)
 				 c->device[0] ? " " : "", c->device);
 			kind = XPORT_TCP;
 		}
+	}
+	if (kind == XPORT_VERBS && c->security_mode == SECURITY_ENCRYPT) {
+		log_err("[security] mode encrypt needs the tcp transport ([transport] kind = tcp; "
+			"kind auto chose verbs): " CONFIG_ENCRYPT_VERBS_WHY);
+		errno = EINVAL;
+		return NULL;
 	}
 	if (kind == XPORT_VERBS) {
 		x = xport_verbs_create(d->loop, &link_upcalls, d, &xp);

@@ -20,6 +20,7 @@
 
 #define PROOF_LABEL "sluice-auth-v3"
 #define KEY_ID_LABEL "sluice key id"
+#define TLS_PSK_LABEL "sluice-tls-psk-v3"
 
 static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
 {
@@ -181,18 +182,19 @@ const struct peer_key *peer_keys_find(const struct peer_keys *ks, uint64_t id)
 	return NULL;
 }
 
-int peer_auth_proof(const struct peer_key *k, enum peer_role role,
+int peer_auth_proof(const struct peer_key *k, enum peer_role role, uint8_t mode,
 		    const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
 		    const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
 		    uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
 		    uint8_t out[SL_WIRE_AUTH_PROOF_LEN])
 {
-	uint8_t msg[sizeof(PROOF_LABEL) - 1 + 1 + 2 * SL_WIRE_AUTH_NONCE_LEN + 2 * 4 + 2 * 8];
+	uint8_t msg[sizeof(PROOF_LABEL) - 1 + 2 + 2 * SL_WIRE_AUTH_NONCE_LEN + 2 * 4 + 2 * 8];
 	uint8_t *p = msg;
 
 	memcpy(p, PROOF_LABEL, sizeof(PROOF_LABEL) - 1);
 	p += sizeof(PROOF_LABEL) - 1;
 	*p++ = (uint8_t)role;
+	*p++ = mode;
 	memcpy(p, nonce_d, SL_WIRE_AUTH_NONCE_LEN);
 	p += SL_WIRE_AUTH_NONCE_LEN;
 	memcpy(p, nonce_a, SL_WIRE_AUTH_NONCE_LEN);
@@ -204,7 +206,7 @@ int peer_auth_proof(const struct peer_key *k, enum peer_role role,
 	return hmac(k->bytes, msg, sizeof(msg), out);
 }
 
-bool peer_auth_proof_ok(const struct peer_key *k, enum peer_role role,
+bool peer_auth_proof_ok(const struct peer_key *k, enum peer_role role, uint8_t mode,
 			const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
 			const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
 			uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
@@ -213,11 +215,41 @@ bool peer_auth_proof_ok(const struct peer_key *k, enum peer_role role,
 	uint8_t want[SL_WIRE_AUTH_PROOF_LEN];
 	bool ok;
 
-	if (peer_auth_proof(k, role, nonce_d, nonce_a, node_d, node_a, inc_d, inc_a, want) < 0)
+	if (peer_auth_proof(k, role, mode, nonce_d, nonce_a, node_d, node_a, inc_d, inc_a, want) < 0)
 		return false;
 	ok = CRYPTO_memcmp(want, proof, sizeof(want)) == 0;
 	OPENSSL_cleanse(want, sizeof(want));
 	return ok;
+}
+
+int peer_auth_tls_psk(const struct peer_key *k, const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
+		      const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
+		      uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
+		      uint8_t out[PEER_TLS_PSK_LEN])
+{
+	uint8_t salt[2 * SL_WIRE_AUTH_NONCE_LEN], prk[32];
+	uint8_t info[sizeof(TLS_PSK_LABEL) - 1 + 2 * 4 + 2 * 8 + 1];
+	unsigned int len = 0;
+	uint8_t *p = info;
+	int rc = 0;
+
+	memcpy(salt, nonce_d, SL_WIRE_AUTH_NONCE_LEN);
+	memcpy(salt + SL_WIRE_AUTH_NONCE_LEN, nonce_a, SL_WIRE_AUTH_NONCE_LEN);
+	memcpy(p, TLS_PSK_LABEL, sizeof(TLS_PSK_LABEL) - 1);
+	p += sizeof(TLS_PSK_LABEL) - 1;
+	put_le(p, node_d, 4);
+	put_le(p + 4, node_a, 4);
+	put_le(p + 8, inc_d, 8);
+	put_le(p + 16, inc_a, 8);
+	p[24] = 1;	/* HKDF-Expand's block counter: one block of 32 bytes */
+	/* Extract: PRK = HMAC(salt, IKM); expand: T(1) = HMAC(PRK, info | 1). */
+	if (!HMAC(EVP_sha256(), salt, sizeof(salt), k->bytes, PEER_KEY_LEN, prk, &len) ||
+	    len != sizeof(prk) ||
+	    !HMAC(EVP_sha256(), prk, sizeof(prk), info, sizeof(info), out, &len) ||
+	    len != PEER_TLS_PSK_LEN)
+		rc = -EIO;
+	OPENSSL_cleanse(prk, sizeof(prk));
+	return rc;
 }
 
 bool peer_auth_seen_add(struct peer_auth_seen *s, const uint8_t nonce[SL_WIRE_AUTH_NONCE_LEN])

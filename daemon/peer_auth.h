@@ -70,12 +70,15 @@ const struct peer_key *peer_keys_find(const struct peer_keys *ks, uint64_t id);
 
 /*
  * peer_auth_proof - @out = HMAC-SHA256(@k, "sluice-auth-v3" | @role |
- * nonce_d | nonce_a | node_d | node_a | inc_d | inc_a), integers
- * little-endian: the proof of the side in @role over the connection of
+ * mode | nonce_d | nonce_a | node_d | node_a | inc_d | inc_a), integers
+ * little-endian, @mode one byte (the AUTH frame's: 1 authenticate, 2
+ * encrypt): the proof of the side in @role over the connection of
  * dialer (node_d, inc_d, nonce_d) and accepter (node_a, inc_a, nonce_a).
+ * The mode is bound in so that a proof made for one mode never passes
+ * in another (each side also refuses a peer of another mode outright).
  * Returns 0 or -EIO (libcrypto failed).  Thread-safe.
  */
-int peer_auth_proof(const struct peer_key *k, enum peer_role role,
+int peer_auth_proof(const struct peer_key *k, enum peer_role role, uint8_t mode,
 		    const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
 		    const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
 		    uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
@@ -83,11 +86,28 @@ int peer_auth_proof(const struct peer_key *k, enum peer_role role,
 
 /* Is @proof the proof of peer_auth_proof() with these arguments?
  * Compared with CRYPTO_memcmp (constant time); false on any error. */
-bool peer_auth_proof_ok(const struct peer_key *k, enum peer_role role,
+bool peer_auth_proof_ok(const struct peer_key *k, enum peer_role role, uint8_t mode,
 			const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
 			const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
 			uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
 			const uint8_t proof[SL_WIRE_AUTH_PROOF_LEN]);
+
+#define PEER_TLS_PSK_LEN 32u	/* bytes of a connection's TLS pre-shared key */
+
+/*
+ * peer_auth_tls_psk - the TLS 1.3 external pre-shared key of one
+ * connection in mode encrypt: HKDF-SHA256 (RFC 5869, one output block)
+ * with salt nonce_d | nonce_a, input keying material the cluster key @k,
+ * info "sluice-tls-psk-v3" | node_d | node_a | inc_d | inc_a.  Fresh per
+ * connection (both nonces), so the TLS session is bound to the AUTH
+ * handshake that proved both ends on it: whoever did not take part in
+ * that handshake with the key cannot finish the TLS one.  Returns 0 or
+ * -EIO (libcrypto failed).  Thread-safe.
+ */
+int peer_auth_tls_psk(const struct peer_key *k, const uint8_t nonce_d[SL_WIRE_AUTH_NONCE_LEN],
+		      const uint8_t nonce_a[SL_WIRE_AUTH_NONCE_LEN], uint32_t node_d,
+		      uint32_t node_a, uint64_t inc_d, uint64_t inc_a,
+		      uint8_t out[PEER_TLS_PSK_LEN]);
 
 /*
  * The dialers' nonces an accepter answered lately, newest last: a step 1

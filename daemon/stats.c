@@ -118,6 +118,14 @@ static const struct stat_desc xport_stats[] = {
 	U64(struct xport_stats, grant_above, "grant_above"),
 	U64(struct xport_stats, grant_revoked, "grant_revoked"),
 	U64(struct xport_stats, grant_unknown, "grant_unknown"),
+	U64(struct xport_stats, tls_sessions, "tls_sessions"),
+	U64(struct xport_stats, tls_ktls_tx, "tls_ktls_tx"),
+	U64(struct xport_stats, tls_ktls_rx, "tls_ktls_rx"),
+	U64(struct xport_stats, tls_failures, "tls_failures"),
+	U64(struct xport_stats, tls_failures_handshake, "tls_failures_handshake"),
+	U64(struct xport_stats, tls_failures_record, "tls_failures_record"),
+	U64(struct xport_stats, tls_failures_protocol, "tls_failures_protocol"),
+	U64(struct xport_stats, tls_failures_internal, "tls_failures_internal"),
 };
 
 static const struct stat_desc link_stats[] = {

@@ -340,12 +340,14 @@ static const struct sl_wire_frame *proof_fill(struct xport_conn *c, const struct
 		return f;
 	*g = *f;
 	if (f->u.auth.step == 3 && c->auth_in_seen)
-		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_DIALER, c->auth_in.u.auth.nonce,
+		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_DIALER, (uint8_t)f->u.auth.mode,
+				     c->auth_in.u.auth.nonce,
 				     daemon_auth->u.auth.nonce, f->u.auth.node_id,
 				     daemon_auth->u.auth.node_id, f->u.auth.incarnation,
 				     daemon_auth->u.auth.incarnation, g->u.auth.proof);
 	else if (f->u.auth.step == 2)
-		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_ACCEPTER, daemon_auth->u.auth.nonce,
+		rc = peer_auth_proof(&fuzz_key, PEER_ROLE_ACCEPTER, (uint8_t)f->u.auth.mode,
+				     daemon_auth->u.auth.nonce,
 				     f->u.auth.nonce, daemon_auth->u.auth.node_id,
 				     f->u.auth.node_id, daemon_auth->u.auth.incarnation,
 				     f->u.auth.incarnation, g->u.auth.proof);

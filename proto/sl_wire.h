@@ -33,6 +33,7 @@
 #ifndef SL_WIRE_H
 #define SL_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,12 +95,15 @@ enum sl_wire_type {
  * checked.
  *   32 u32 node_id      sender's node id
  *   36 u16 step         1, 2 or 3
- *   38 u16 mode         0 none, 1 authenticate (HMAC-SHA256)
+ *   38 u16 mode         0 none, 1 authenticate (HMAC-SHA256), 2 encrypt
+ *                       (as 1, then TLS 1.3 from the byte after step 3:
+ *                       the HELLOs and every later frame are inside it;
+ *                       docs/encryption.md)
  *   40 u64 incarnation  sender's, not 0
  *   48 u64 key_id       see above; 0 in mode 0
  *   56 u64 key_id2      step 1 only (else 0)
  *   64 u8[32] nonce     steps 1 and 2 (all 0 in step 3)
- *   96 u8[32] proof     steps 2 and 3 in mode 1 (else all 0)
+ *   96 u8[32] proof     steps 2 and 3 in modes 1 and 2 (else all 0)
  * Payload: none in step 3; in steps 1 and 2 none or the sender's "who",
  * so that a refusal can name the node and the address to configure
  * (docs/diagnosing-links.md).  Not covered by the proof: a receiver uses
@@ -273,8 +277,29 @@ enum sl_wire_bye_reason {
 	SL_WIRE_BYE_SAME_NODE = 7,	/* the dialer claims the accepter's own node */
 	/* The dialer's, answering step 2: */
 	SL_WIRE_BYE_WRONG_NODE = 8,	/* not the node it dialed at that address */
-	SL_WIRE_BYE_REASON_MAX = SL_WIRE_BYE_WRONG_NODE,
+	/* An accepter's refusal for another [security] mode that says its own
+	 * (SL_WIRE_BYE_MODE could not, with three modes): */
+	SL_WIRE_BYE_MODE_NONE = 9,
+	SL_WIRE_BYE_MODE_AUTHENTICATE = 10,
+	SL_WIRE_BYE_MODE_ENCRYPT = 11,
+	SL_WIRE_BYE_REASON_MAX = SL_WIRE_BYE_MODE_ENCRYPT,
 };
+
+/* The refusal for another [security] mode saying that the sender runs
+ * @mode (the AUTH mode field, 0..2). */
+static inline enum sl_wire_bye_reason sl_wire_bye_mode_reason(uint16_t mode)
+{
+	return (enum sl_wire_bye_reason)(SL_WIRE_BYE_MODE_NONE + mode);
+}
+
+/* Is @reason a refusal for another [security] mode?  *@mode: the
+ * sender's mode (0..2), or -1 when it did not say (SL_WIRE_BYE_MODE). */
+static inline bool sl_wire_bye_is_mode(uint32_t reason, int *mode)
+{
+	*mode = reason >= SL_WIRE_BYE_MODE_NONE && reason <= SL_WIRE_BYE_MODE_ENCRYPT ?
+		(int)(reason - SL_WIRE_BYE_MODE_NONE) : -1;
+	return reason == SL_WIRE_BYE_MODE || *mode >= 0;
+}
 
 struct sl_wire_frame {
 	uint8_t type;
@@ -386,7 +411,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is
  * SL_NODE_LOCAL or SL_NODE_ANY, whose incarnation is 0, or whose credits
  * are 0 or over SL_WIRE_CREDITS_MAX, an AUTH whose node_id is SL_NODE_LOCAL
- * or SL_NODE_ANY, whose step is not 1..3, mode not 0..1, incarnation 0,
+ * or SL_NODE_ANY, whose step is not 1..3, mode not 0..2, incarnation 0,
  * key_id2 not 0 outside step 1, nonce not all 0 in step 3, proof not
  * all 0 in step 1 or in mode 0, or payload other than 0 or 5 to
  * SL_WIRE_AUTH_WHO_MAX bytes (0 in step 3), an RTS with msg_len 0 or over

@@ -181,7 +181,7 @@ static int fields_valid(const struct sl_wire_frame *f)
 		return f->u.bye.reason == SL_WIRE_BYE_STOPPING ? f->u.bye.node_id == 0 :
 		       node_id_valid(f->u.bye.node_id);
 	case SL_WIRE_AUTH:
-		if (f->u.auth.step < 1 || f->u.auth.step > 3 || f->u.auth.mode > 1 ||
+		if (f->u.auth.step < 1 || f->u.auth.step > 3 || f->u.auth.mode > 2 ||
 		    f->u.auth.incarnation == 0)
 			return 0;
 		if (f->u.auth.step != 1 && f->u.auth.key_id2 != 0)

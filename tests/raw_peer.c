@@ -116,7 +116,7 @@ int raw_handshake(int fd, struct raw_auth *a, int ms)
 	if (in.type != SL_WIRE_AUTH || in.u.auth.step != 2 || in.u.auth.node_id != a->to_node)
 		return -EPROTO;
 	if (a->key && !a->no_check &&
-	    !peer_auth_proof_ok(a->key, PEER_ROLE_ACCEPTER, nonce_d, in.u.auth.nonce, a->node,
+	    !peer_auth_proof_ok(a->key, PEER_ROLE_ACCEPTER, 1, nonce_d, in.u.auth.nonce, a->node,
 				a->to_node, a->incarnation, in.u.auth.incarnation,
 				in.u.auth.proof))
 		return -EACCES;
@@ -128,7 +128,7 @@ int raw_handshake(int fd, struct raw_auth *a, int ms)
 	f.u.auth.incarnation = a->incarnation;
 	if (a->key) {
 		f.u.auth.key_id = a->key_id ? a->key_id : a->key->id;
-		if (peer_auth_proof(a->key, PEER_ROLE_DIALER, nonce_d, in.u.auth.nonce, a->node,
+		if (peer_auth_proof(a->key, PEER_ROLE_DIALER, 1, nonce_d, in.u.auth.nonce, a->node,
 				    a->to_node, a->incarnation, in.u.auth.incarnation,
 				    f.u.auth.proof) < 0)
 			return -EIO;

@@ -762,7 +762,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 			return 1;
 		if (HAVE(36, 2) && (get_le(p + 36, 2) < 1 || get_le(p + 36, 2) > 3))
 			return 1;
-		if (HAVE(38, 2) && get_le(p + 38, 2) > 1)
+		if (HAVE(38, 2) && get_le(p + 38, 2) > 2)
 			return 1;
 		if (HAVE(40, 8) && get_le(p + 40, 8) == 0)
 			return 1;
@@ -1442,7 +1442,7 @@ START_TEST(test_auth_rules)
 		expect_invalid(&f);
 	}
 	f = make_frame(SL_WIRE_AUTH);
-	f.u.auth.mode = 2;
+	f.u.auth.mode = 3;
 	expect_invalid(&f);
 	/* key_id2 only in step 1. */
 	f = make_frame(SL_WIRE_AUTH);

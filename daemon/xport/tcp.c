@@ -52,6 +52,7 @@
 #include "log.h"
 #include "xport/addr.h"
 #include "xport/grant.h"
+#include "xport/tls.h"
 #include "xport/xport.h"
 
 #define TCP_IOV_BATCH 64		/* frames per writev() */
@@ -137,6 +138,13 @@ struct xport_conn {
 	uint8_t first_byte;	/* of the last frame parsed: its wire version */
 	unsigned busy;		/* upcall nesting: free is deferred while > 0 */
 	bool zombie;		/* closed; free when busy drops to 0 */
+	/* TLS (start_tls): frames from SQ index tls_from on are sent in
+	 * records (tls_tx once the first of them is reached); the bytes
+	 * after the frame being handed up are records (tls_rx_next, then
+	 * tls_rx). */
+	struct tls_conn *tls;
+	uint32_t tls_from;
+	bool tls_tx, tls_rx, tls_rx_next;
 	char name[64];
 };
 
@@ -163,6 +171,7 @@ struct tcp_xport {
 	uint64_t reg_calls;
 	uint64_t rx_frames;		/* frames received, all conns (cut faults) */
 	struct grant_log_limit refused_log;
+	struct tls_ctx *tls;		/* params.tls */
 	struct xport_stats st;
 };
 
@@ -182,6 +191,7 @@ static void conn_free(struct xport_conn *c)
 	LIST_REMOVE(c, all);
 	c->x->st.grants -= c->grants.live;
 	grant_table_free(&c->grants);
+	tls_conn_free(c->tls, false);
 	free(c->sq);
 	free(c->rx);
 	free(c);
@@ -546,7 +556,11 @@ static void count_refusal(struct tcp_xport *x, enum grant_verdict v)
 
 static void tcp_get_stats(const struct xport *xb, struct xport_stats *st)
 {
-	*st = to_tcp((struct xport *)xb)->st;
+	const struct tcp_xport *x = to_tcp((struct xport *)xb);
+
+	*st = x->st;
+	if (x->tls)
+		tls_ctx_stats(x->tls, st);
 }
 
 /* Complete the @n WRs at the SQ head with @status, in order.  Slots are
@@ -607,6 +621,13 @@ static int write_batch(struct xport_conn *c)
 
 	if (n == 0)
 		return 0;
+	/* Frames posted before start_tls() go out in plaintext first. */
+	if (c->tls && !c->tls_tx) {
+		if (c->sq_sent == c->tls_from)
+			c->tls_tx = true;
+		else if (n > c->tls_from - c->sq_sent)
+			n = c->tls_from - c->sq_sent;
+	}
 	if (n > TCP_IOV_BATCH)
 		n = TCP_IOV_BATCH;
 	for (i = 0; i < n; i++) {
@@ -625,7 +646,7 @@ static int write_batch(struct xport_conn *c)
 		}
 		skip = 0;
 	}
-	w = writev(c->fd, iov, iovcnt);
+	w = c->tls_tx ? tls_conn_writev(c->tls, iov, iovcnt) : writev(c->fd, iov, iovcnt);
 	if (w < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return -EAGAIN;
@@ -669,7 +690,11 @@ static void tcp_flush(struct xport_conn *c)
 	do {
 		rc = write_batch(c);
 	} while (rc == 1);
-	if (rc == -EAGAIN) {
+	/* TLS may wait for the peer's bytes instead (its handshake): then
+	 * the read side calls flush again (tcp_io_cb). */
+	if (rc == -EAGAIN && c->tls_tx && !tls_conn_wants_write(c->tls)) {
+		ev_io_stop(c->x->base.loop, &c->ww);
+	} else if (rc == -EAGAIN) {
 		ev_io_start(c->x->base.loop, &c->ww);
 	} else if (rc == 0) {
 		ev_io_stop(c->x->base.loop, &c->ww);
@@ -907,12 +932,26 @@ static int parse_frames(struct xport_conn *c)
 		}
 		off += need;
 		rc = 0;
+		if (c->tls_rx_next) {
+			/* The upcall started TLS: what follows is records, and
+			 * the reads before stopped at this frame's end. */
+			c->tls_rx_next = false;
+			c->tls_rx = true;
+			rc = off == c->rx_len ? 0 : -EPROTO;
+			break;
+		}
 	}
 	if (off) {
 		memmove(c->rx, c->rx + off, c->rx_len - off);
 		c->rx_len -= off;
 	}
 	return rc;
+}
+
+/* read(2) of the socket, or of TLS records' plaintext once they come. */
+static ssize_t conn_read(struct xport_conn *c, void *buf, size_t len)
+{
+	return c->tls_rx ? tls_conn_read(c->tls, buf, len) : read(c->fd, buf, len);
 }
 
 /* Read the rest of an RDMA write straight into place.  Returns bytes
@@ -933,7 +972,7 @@ static ssize_t read_write_payload(struct xport_conn *c)
 	if (c->wr_discard) {
 		/* While a write's payload is read, the buffer holds nothing
 		 * (parse_frames consumed it all): a scratch area. */
-		r = read(c->fd, c->rx, c->wr_left < c->rx_cap ? c->wr_left : c->rx_cap);
+		r = conn_read(c, c->rx, c->wr_left < c->rx_cap ? c->wr_left : c->rx_cap);
 		if (r < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ?
 			       -EAGAIN : -errno;
@@ -944,7 +983,7 @@ static ssize_t read_write_payload(struct xport_conn *c)
 			c->wr_discard = false;
 		return r;
 	}
-	r = read(c->fd, c->wr_dst, c->wr_left);
+	r = conn_read(c, c->wr_dst, c->wr_left);
 	if (r < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
 	if (r > 0)
@@ -1003,8 +1042,13 @@ static void tcp_read(struct xport_conn *c)
 		header_only = c->expect_write && c->rx_len < SL_WIRE_WRITE_LEN;
 		if (header_only)
 			want = SL_WIRE_WRITE_LEN - c->rx_len;
+		/* Before TLS, stop at each AUTH frame's end: the records that
+		 * follow the last one must not be read as frames. */
+		if (c->x->tls && !c->tls_rx && c->rx_len < SL_WIRE_AUTH_LEN &&
+		    want > SL_WIRE_AUTH_LEN - c->rx_len)
+			want = SL_WIRE_AUTH_LEN - c->rx_len;
 		c->expect_write = false;
-		r = read(c->fd, c->rx + c->rx_len, want);
+		r = conn_read(c, c->rx + c->rx_len, want);
 
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -1026,9 +1070,13 @@ static void tcp_read(struct xport_conn *c)
 				stream_refused(c, rc);
 			return;
 		}
-		if (!header_only && c->rx_len < c->rx_cap && (size_t)r < c->rx_cap / 2)
+		if (!header_only && c->rx_len < c->rx_cap && (size_t)r < c->rx_cap / 2 &&
+		    !(c->tls_rx && tls_conn_pending(c->tls)))
 			return;	/* socket drained */
 	}
+	/* Records OpenSSL holds already raise no event: come back. */
+	if (c->tls_rx && c->state == TCP_UP && tls_conn_pending(c->tls))
+		ev_feed_event(c->x->base.loop, &c->rw, EV_READ);
 }
 
 /* ---- connection state ---- */
@@ -1070,6 +1118,10 @@ static void tcp_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 			tcp_flush(c);
 		if (revents & EV_READ)
 			tcp_read(c);
+		/* A TLS handshake that the read moved on may let frames go. */
+		if (c->tls_tx && c->state == TCP_UP && c->sq_sent != c->sq_tail &&
+		    !ev_is_active(&c->ww))
+			tcp_flush(c);
 	}
 	conn_put(c);
 }
@@ -1100,6 +1152,9 @@ static void tcp_close(struct xport_conn *c, int err)
 	    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1 },
 		       sizeof(struct linger)) < 0)
 		log_warn("tcp: %s: SO_LINGER: %m", c->name);
+	tls_conn_free(c->tls, err == 0);
+	c->tls = NULL;
+	c->tls_tx = c->tls_rx = c->tls_rx_next = false;
 	if (c->fd >= 0 && close(c->fd) < 0)
 		log_warn("tcp: %s: close: %m", c->name);
 	c->fd = -1;
@@ -1138,6 +1193,29 @@ static void hello_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	c->busy++;
 	tcp_close(c, -ETIMEDOUT);
 	conn_put(c);
+}
+
+static int tcp_start_tls(struct xport_conn *c, bool server, const uint8_t *psk)
+{
+	if (!c->x->tls || c->tls)
+		return -EOPNOTSUPP;
+	if (c->state != TCP_UP)
+		return -ENOTCONN;
+	c->tls = tls_conn_new(c->x->tls, c->fd, server, psk, c->name);
+	if (!c->tls)
+		return -ENOMEM;
+	c->tls_from = c->sq_tail;
+	c->tls_rx_next = true;
+	return 0;
+}
+
+static unsigned tcp_tls_state(const struct xport_conn *c)
+{
+	bool tx, rx;
+
+	if (!c->tls || !tls_conn_up(c->tls, &tx, &rx))
+		return 0;
+	return XPORT_TLS_UP | (tx ? XPORT_TLS_KTLS_TX : 0) | (rx ? XPORT_TLS_KTLS_RX : 0);
 }
 
 static const char *tcp_peer_name(const struct xport_conn *c)
@@ -1309,6 +1387,7 @@ static void tcp_destroy(struct xport *xb)
 	if (x->st.mrs)
 		log_warn("tcp: %llu memory registrations still live at destroy",
 			 (unsigned long long)x->st.mrs);
+	tls_ctx_free(x->tls);
 	free(x->mrs);
 	free(x);
 }
@@ -1335,6 +1414,8 @@ static const struct xport_ops tcp_ops = {
 	.peer_name = tcp_peer_name,
 	.last_rx = tcp_last_rx,
 	.buffer_bytes = tcp_buffer_bytes,
+	.start_tls = tcp_start_tls,
+	.tls_state = tcp_tls_state,
 	.destroy = tcp_destroy,
 };
 
@@ -1356,6 +1437,12 @@ struct xport *xport_tcp_create(struct ev_loop *loop, const struct xport_upcalls 
 	x->mrs = calloc(params->max_mr, sizeof(*x->mrs));
 	if (!x->mrs) {
 		free(x);
+		return NULL;
+	}
+	if (params->tls && !(x->tls = tls_ctx_new())) {
+		free(x->mrs);
+		free(x);
+		errno = EPROTO;
 		return NULL;
 	}
 	x->base.ops = &tcp_ops;

@@ -169,6 +169,10 @@ struct xport_params {
 	uint32_t recv_depth;
 	/* verbs: device name, NULL or "" = the first with an active port. */
 	const char *device;
+	/* tcp: connections may switch to TLS (start_tls; [security] mode
+	 * encrypt): until one does, its reads stop at each AUTH frame's end,
+	 * so that no TLS byte is read as a frame. */
+	bool tls;
 	struct xport_faults faults;	/* tcp only */
 };
 
@@ -188,7 +192,20 @@ struct xport_stats {
 	uint64_t grant_violations;
 	uint64_t grant_below, grant_above, grant_revoked, grant_unknown;
 	uint64_t cuts;			/* connections broken by [fault] cut_* */
+	/* [security] mode encrypt (tcp, xport/tls.h): TLS handshakes done,
+	 * of them with records sealed / opened by the kernel (kTLS), and
+	 * TLS failures (each broke its connection), the sum of the four
+	 * reasons. */
+	uint64_t tls_sessions, tls_ktls_tx, tls_ktls_rx;
+	uint64_t tls_failures;
+	uint64_t tls_failures_handshake, tls_failures_record;
+	uint64_t tls_failures_protocol, tls_failures_internal;
 };
+
+/* xport_ops.tls_state() bits. */
+#define XPORT_TLS_UP 1u		/* the TLS handshake is done */
+#define XPORT_TLS_KTLS_TX 2u	/* records are sealed by the kernel */
+#define XPORT_TLS_KTLS_RX 4u	/* records are opened by the kernel */
 
 struct xport_ops {
 	const char *name;
@@ -284,6 +301,19 @@ struct xport_ops {
 	 * socket buffers and device memory are not counted.  For sluicectl
 	 * memory (admin.c). */
 	void (*buffer_bytes)(const struct xport_conn *c, uint64_t *tx_bytes, uint64_t *rx_bytes);
+	/*
+	 * Optional (NULL: the transport cannot encrypt; verbs): from now on
+	 * @c is TLS 1.3 keyed with @psk (PEER_TLS_PSK_LEN bytes; the server
+	 * side when @server): the frames posted after this call are sent in
+	 * TLS records, those posted before in plaintext; and the bytes
+	 * received after the frame whose recv() upcall is running are TLS
+	 * records (call it from that upcall; a stream that already carries
+	 * more than that frame breaks).  Needs params.tls.  Returns 0, or
+	 * -EOPNOTSUPP (no params.tls), -ENOMEM, -ENOTCONN.
+	 */
+	int (*start_tls)(struct xport_conn *c, bool server, const uint8_t *psk);
+	/* Optional: XPORT_TLS_* bits of @c, 0 while it is plaintext. */
+	unsigned (*tls_state)(const struct xport_conn *c);
 	void (*destroy)(struct xport *x);
 };
 
