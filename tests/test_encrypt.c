@@ -778,7 +778,11 @@ START_TEST(tampered_record)
 	       link_stat(&n[DIAL], g.names[ACC], "connects"));
 	H_EQ(fails_acc, 1);
 	H_EQ(h_daemon_stat(&n[ACC], "xport.tls_failures_record"), 1);
-	H_EQ(fails_dial, 0);
+	/* The dialer hears of it only if the accepter's alert (bad record
+	 * mac) crosses before the connection is gone: a protocol failure
+	 * there, never a record of its own. */
+	H_ASSERT(fails_dial <= 1, "%" PRIu64 " TLS failures at the dialer", fails_dial);
+	H_EQ(h_daemon_stat(&n[DIAL], "xport.tls_failures_record"), 0);
 	H_EQ(atomic_load(&g.relay.sh->conns), 2);
 	H_EQ(link_stat(&n[DIAL], g.names[ACC], "connects"), 2);
 	H_EQ(h_daemon_stat(&n[ACC], "xport.tls_sessions"), 3);	/* 2 + the bystander's */

@@ -690,6 +690,9 @@ static void tcp_flush(struct xport_conn *c)
 	do {
 		rc = write_batch(c);
 	} while (rc == 1);
+	/* Records sealed outside a write (the TLS handshake's) wait too. */
+	if (rc == 0 && c->tls && tls_conn_flush(c->tls) < 0)
+		rc = -errno;
 	/* TLS may wait for the peer's bytes instead (its handshake): then
 	 * the read side calls flush again (tcp_io_cb). */
 	if (rc == -EAGAIN && c->tls_tx && !tls_conn_wants_write(c->tls)) {
@@ -1118,9 +1121,10 @@ static void tcp_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 			tcp_flush(c);
 		if (revents & EV_READ)
 			tcp_read(c);
-		/* A TLS handshake that the read moved on may let frames go. */
-		if (c->tls_tx && c->state == TCP_UP && c->sq_sent != c->sq_tail &&
-		    !ev_is_active(&c->ww))
+		/* A TLS handshake that the read moved on may let frames go,
+		 * or have sealed a flight that the socket did not take. */
+		if (c->tls && c->state == TCP_UP && !ev_is_active(&c->ww) &&
+		    ((c->tls_tx && c->sq_sent != c->sq_tail) || tls_conn_wants_write(c->tls)))
 			tcp_flush(c);
 	}
 	conn_put(c);

@@ -5,8 +5,10 @@
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -29,11 +31,24 @@ static const unsigned char tls_suite_id[2] = { 0x13, 0x01 };
 /* Bytes OpenSSL reads from the socket at once (read-ahead): several
  * records per read(2) in a stream. */
 #define TLS_READ_BUFFER (128u << 10)
+/*
+ * Without kTLS the records are sealed into a buffer of the connection and
+ * written to the socket in batches: OpenSSL writes each record with its
+ * own write(2), which on a 1 MiB stream made 64 small TCP sends where
+ * plaintext makes a few large ones (the daemons' CPU per MiB was 3.9 times
+ * mode none's; docs/encryption.md).  TLS_OUT_CAP bytes of ciphertext at
+ * most wait there; a record is sealed only with TLS_RECORD_ROOM free.
+ */
+#define TLS_OUT_CAP (256u << 10)
+#define TLS_RECORD_ROOM ((16u << 10) + 256u)
+#define TLS_SEALED_MAX 64u	/* records waiting in the buffer */
+#define TLS_ULP_PATH "/proc/sys/net/ipv4/tcp_available_ulp"
 
 enum tls_failure { TF_HANDSHAKE, TF_RECORD, TF_PROTOCOL, TF_INTERNAL };
 
 struct tls_ctx {
 	SSL_CTX *ssl_ctx;
+	BIO_METHOD *out_method;	/* the batch buffer's BIO; NULL with kTLS */
 	uint64_t sessions, ktls_tx, ktls_rx;
 	uint64_t failures[TF_INTERNAL + 1];
 };
@@ -46,6 +61,22 @@ struct tls_conn {
 	bool want_write;	/* the last call waits for writability */
 	bool ktls_tx, ktls_rx;
 	int dead;		/* errno of a failure already counted, or 0 */
+	int fd;
+	/* Batched writes (no kTLS): sealed bytes [out_off, out_len) of out
+	 * are still to be written; out_written counts those written ever.
+	 * sealed[] are the application records among them, oldest first:
+	 * where each one's ciphertext ends (in out_written's terms) and its
+	 * plaintext bytes.  sealed_plain: plaintext sealed and not yet
+	 * returned by tls_conn_writev(), the first bytes of the caller's next
+	 * iovec; written_plain: of those, the bytes whose records are wholly
+	 * written. */
+	bool batched;
+	uint8_t *out;
+	size_t out_off, out_len;
+	uint64_t out_total, out_written;
+	struct { uint64_t end; uint32_t plain; } sealed[TLS_SEALED_MAX];
+	unsigned sealed_head, sealed_n;
+	uint64_t sealed_plain, written_plain;
 	uint8_t psk[TLS_PSK_LEN];
 	char name[64];
 	uint8_t stage[TLS_STAGE_LEN];
@@ -134,6 +165,48 @@ static int find_session_cb(SSL *ssl, const unsigned char *id, size_t idlen, SSL_
 	return *sess ? 1 : 0;
 }
 
+/* The batch buffer's BIO: OpenSSL's records are appended to tc->out. */
+static int out_write(BIO *b, const char *data, int len)
+{
+	struct tls_conn *tc = BIO_get_data(b);
+
+	BIO_clear_retry_flags(b);
+	if (len <= 0)
+		return 0;
+	if ((size_t)len > TLS_OUT_CAP + TLS_RECORD_ROOM - tc->out_len) {
+		BIO_set_retry_write(b);	/* never expected: room is kept */
+		return -1;
+	}
+	memcpy(tc->out + tc->out_len, data, (size_t)len);
+	tc->out_len += (size_t)len;
+	tc->out_total += (uint64_t)len;
+	return len;
+}
+
+static long out_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)b;
+	(void)num;
+	(void)ptr;
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;	/* written by drain(), not here */
+}
+
+/* Can this kernel seal TLS records (kTLS, the tls upper-layer protocol)? */
+static bool kernel_has_ktls(void)
+{
+	char ulps[256] = "";
+	FILE *f = fopen(TLS_ULP_PATH, "r");
+	bool tls = false;
+
+	if (!f)
+		return false;
+	if (fgets(ulps, sizeof(ulps), f))
+		for (char *w = strtok(ulps, " \n"); w; w = strtok(NULL, " \n"))
+			tls = tls || strcmp(w, "tls") == 0;
+	fclose(f);
+	return tls;
+}
+
 struct tls_ctx *tls_ctx_new(void)
 {
 	struct tls_ctx *t = calloc(1, sizeof(*t));
@@ -174,6 +247,19 @@ struct tls_ctx *tls_ctx_new(void)
 	SSL_CTX_set_psk_use_session_callback(c, use_session_cb);
 	SSL_CTX_set_psk_find_session_callback(c, find_session_cb);
 	t->ssl_ctx = c;
+	if (kernel_has_ktls()) {
+		log_info("tls: the kernel has kTLS: OpenSSL hands it the records' keys");
+		return t;
+	}
+	t->out_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "sluice tls out");
+	if (!t->out_method || !BIO_meth_set_write(t->out_method, out_write) ||
+	    !BIO_meth_set_ctrl(t->out_method, out_ctrl)) {
+		fail(t, "context", TF_INTERNAL);
+		tls_ctx_free(t);
+		return NULL;
+	}
+	log_info("tls: no kTLS in this kernel (%s has no tls; modprobe tls before the start "
+		 "for it): records sealed in user space, written in batches", TLS_ULP_PATH);
 	return t;
 }
 
@@ -181,6 +267,7 @@ void tls_ctx_free(struct tls_ctx *t)
 {
 	if (!t)
 		return;
+	BIO_meth_free(t->out_method);
 	SSL_CTX_free(t->ssl_ctx);
 	free(t);
 }
@@ -198,6 +285,61 @@ void tls_ctx_stats(const struct tls_ctx *t, struct xport_stats *st)
 			    t->failures[TF_PROTOCOL] + t->failures[TF_INTERNAL];
 }
 
+/* Point the SSL's writes at the batch buffer.  Returns 0 or -1. */
+static int set_batched(struct tls_conn *tc)
+{
+	BIO *b;
+
+	tc->out = malloc(TLS_OUT_CAP + TLS_RECORD_ROOM);
+	b = tc->out ? BIO_new(tc->t->out_method) : NULL;
+	if (!b)
+		return -1;
+	BIO_set_data(b, tc);
+	BIO_set_init(b, 1);
+	SSL_set0_wbio(tc->ssl, b);	/* the SSL owns it */
+	tc->batched = true;
+	return 0;
+}
+
+/* Count the application records now wholly written. */
+static void sealed_retire(struct tls_conn *tc)
+{
+	while (tc->sealed_n && tc->sealed[tc->sealed_head].end <= tc->out_written) {
+		tc->written_plain += tc->sealed[tc->sealed_head].plain;
+		tc->sealed_head = (tc->sealed_head + 1) % TLS_SEALED_MAX;
+		tc->sealed_n--;
+	}
+}
+
+/* Write the batch buffer to the socket.  Returns 0 when it is empty, or
+ * -1 with errno (EAGAIN: the socket is full; want_write is set). */
+static int drain(struct tls_conn *tc)
+{
+	int rc = 0;
+
+	while (tc->out_off < tc->out_len) {
+		ssize_t w = write(tc->fd, tc->out + tc->out_off, tc->out_len - tc->out_off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0 || errno == EWOULDBLOCK)
+				errno = EAGAIN;
+			tc->want_write = errno == EAGAIN;
+			rc = -1;
+			break;
+		}
+		tc->out_off += (size_t)w;
+		tc->out_written += (uint64_t)w;
+	}
+	if (tc->out_off == tc->out_len) {
+		tc->out_off = tc->out_len = 0;
+		tc->want_write = false;
+	}
+	sealed_retire(tc);
+	return rc;
+}
+
 struct tls_conn *tls_conn_new(struct tls_ctx *t, int fd, bool server,
 			      const uint8_t psk[TLS_PSK_LEN], const char *name)
 {
@@ -210,12 +352,15 @@ struct tls_conn *tls_conn_new(struct tls_ctx *t, int fd, bool server,
 	}
 	tc->t = t;
 	tc->server = server;
+	tc->fd = fd;
 	memcpy(tc->psk, psk, TLS_PSK_LEN);
 	snprintf(tc->name, sizeof(tc->name), "%s", name);
 	ERR_clear_error();
 	tc->ssl = SSL_new(t->ssl_ctx);
-	/* A socket BIO on the fd, not memory BIOs: kTLS needs the socket. */
-	if (!tc->ssl || !SSL_set_fd(tc->ssl, fd) || !SSL_set_ex_data(tc->ssl, conn_index, tc)) {
+	/* Socket BIOs on the fd: kTLS needs them.  Without kTLS the records
+	 * go to the batch buffer instead, and are read from the socket. */
+	if (!tc->ssl || !SSL_set_fd(tc->ssl, fd) || !SSL_set_ex_data(tc->ssl, conn_index, tc) ||
+	    (t->out_method && set_batched(tc) < 0)) {
 		fail(t, name, TF_INTERNAL);
 		tls_conn_free(tc, false);
 		return NULL;
@@ -236,13 +381,14 @@ void tls_conn_free(struct tls_conn *tc, bool orderly)
 		/* 0: close_notify sent (or queued), the peer's not awaited;
 		 * < 0: the socket is full or broken, and the stream ends
 		 * anyway with the close that follows. */
-		if (SSL_shutdown(tc->ssl) < 0) {
+		if (SSL_shutdown(tc->ssl) < 0 || (tc->batched && drain(tc) < 0)) {
 			log_debug("tls: %s: close_notify not sent", tc->name);
 			ERR_clear_error();
 		}
 	}
 	SSL_free(tc->ssl);
 	OPENSSL_cleanse(tc->psk, sizeof(tc->psk));
+	free(tc->out);
 	free(tc);
 }
 
@@ -286,6 +432,12 @@ static int handshake(struct tls_conn *tc)
 		return 0;
 	ERR_clear_error();
 	rc = SSL_do_handshake(tc->ssl);
+	/* The flight it sealed goes out now; a full socket is the write
+	 * watcher's (want_write), any other error the next call's. */
+	if (tc->batched && drain(tc) < 0 && errno != EAGAIN) {
+		tc->dead = errno;
+		return -1;
+	}
 	if (rc != 1)
 		return ssl_failed(tc, rc);
 	tc->up = true;
@@ -312,6 +464,10 @@ ssize_t tls_conn_read(struct tls_conn *tc, void *buf, size_t len)
 		return -1;
 	ERR_clear_error();
 	rc = SSL_read_ex(tc->ssl, buf, len, &n);
+	if (tc->batched && tc->out_off < tc->out_len && drain(tc) < 0 && errno != EAGAIN) {
+		tc->dead = errno;
+		return -1;
+	}
 	if (rc == 1) {
 		tc->want_write = false;
 		return (ssize_t)n;
@@ -321,9 +477,141 @@ ssize_t tls_conn_read(struct tls_conn *tc, void *buf, size_t len)
 	return ssl_failed(tc, rc);
 }
 
+/* The next plaintext to seal from @iov at (*@i, *@off): a pointer and a
+ * length (> 0), staged when small; false when the iovec is used up. */
+static bool next_chunk(struct tls_conn *tc, const struct iovec *iov, int iovcnt, int *i,
+		       size_t *off, const uint8_t **src, size_t *len)
+{
+	while (*i < iovcnt && iov[*i].iov_len == *off) {
+		(*i)++;
+		*off = 0;
+	}
+	if (*i >= iovcnt)
+		return false;
+	*src = (const uint8_t *)iov[*i].iov_base + *off;
+	*len = iov[*i].iov_len - *off;
+	/* Small entries are gathered into one record.  Both choices depend
+	 * only on the bytes from here on, so a retry after EAGAIN presents
+	 * the record OpenSSL holds again, at least as long. */
+	if (*len < TLS_STAGE_LEN) {
+		size_t o = *off;
+
+		*len = 0;
+		for (int j = *i; j < iovcnt && *len < TLS_STAGE_LEN; j++, o = 0) {
+			size_t take = iov[j].iov_len - o;
+
+			if (take > TLS_STAGE_LEN - *len)
+				take = TLS_STAGE_LEN - *len;
+			memcpy(tc->stage + *len, (const uint8_t *)iov[j].iov_base + o, take);
+			*len += take;
+		}
+		*src = tc->stage;
+	}
+	return true;
+}
+
+/* Move (*@i, *@off) on by @n bytes of @iov. */
+static void iov_skip(const struct iovec *iov, int iovcnt, int *i, size_t *off, uint64_t n)
+{
+	while (n && *i < iovcnt) {
+		size_t left = iov[*i].iov_len - *off;
+
+		if (n < left) {
+			*off += n;
+			return;
+		}
+		n -= left;
+		(*i)++;
+		*off = 0;
+	}
+}
+
+/*
+ * tls_conn_writev() without kTLS: drain the batch buffer; when it is
+ * empty, seal what follows the bytes already sealed, a record at a time,
+ * up to TLS_OUT_CAP, and drain again.  Returns the plaintext bytes whose
+ * records are wholly written (-1 EAGAIN: none yet).
+ */
+static ssize_t writev_batched(struct tls_conn *tc, const struct iovec *iov, int iovcnt)
+{
+	const uint8_t *src;
+	size_t off = 0, len;
+	uint64_t r;
+	int i = 0;
+
+	for (;;) {
+		if (drain(tc) < 0 && errno != EAGAIN) {
+			tc->dead = errno;
+			break;
+		}
+		if (tc->out_off < tc->out_len)
+			break;	/* the socket is full */
+		i = 0;
+		off = 0;
+		iov_skip(iov, iovcnt, &i, &off, tc->sealed_plain);
+		if (!next_chunk(tc, iov, iovcnt, &i, &off, &src, &len))
+			break;	/* all of it sealed and written */
+		while (tc->out_len + TLS_RECORD_ROOM <= TLS_OUT_CAP &&
+		       tc->sealed_n < TLS_SEALED_MAX) {
+			size_t written = 0;
+			int rc;
+
+			ERR_clear_error();
+			rc = SSL_write_ex(tc->ssl, src, len, &written);
+			if (rc != 1) {
+				/* Not expected (room is kept): stop either way. */
+				(void)ssl_failed(tc, rc);
+				tc->dead = errno != EAGAIN ? errno : EPROTO;
+				break;
+			}
+			tc->sealed[(tc->sealed_head + tc->sealed_n) % TLS_SEALED_MAX].end = tc->out_total;
+			tc->sealed[(tc->sealed_head + tc->sealed_n) % TLS_SEALED_MAX].plain =
+				(uint32_t)written;
+			tc->sealed_n++;
+			tc->sealed_plain += written;
+			iov_skip(iov, iovcnt, &i, &off, written);
+			if (!next_chunk(tc, iov, iovcnt, &i, &off, &src, &len))
+				break;
+		}
+		if (tc->dead)
+			break;
+	}
+	r = tc->written_plain;
+	tc->written_plain = 0;
+	tc->sealed_plain -= r;
+	if (r)
+		return (ssize_t)r;
+	errno = tc->dead ? tc->dead : EAGAIN;
+	if (errno == EAGAIN)
+		tc->want_write = true;
+	return -1;
+}
+
+int tls_conn_flush(struct tls_conn *tc)
+{
+	if (tc->dead) {
+		errno = tc->dead;
+		return -1;
+	}
+	if (!tc->batched || tc->out_off == tc->out_len)
+		return 0;
+	if (drain(tc) < 0 && errno != EAGAIN)
+		tc->dead = errno;
+	if (tc->dead) {
+		errno = tc->dead;
+		return -1;
+	}
+	if (tc->out_off < tc->out_len) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return 0;
+}
+
 ssize_t tls_conn_writev(struct tls_conn *tc, const struct iovec *iov, int iovcnt)
 {
-	size_t total = 0, off = 0;
+	size_t total = 0, off = 0, len;
+	const uint8_t *src;
 	int i = 0;
 
 	if (tc->dead) {
@@ -332,34 +620,13 @@ ssize_t tls_conn_writev(struct tls_conn *tc, const struct iovec *iov, int iovcnt
 	}
 	if (handshake(tc) < 0)
 		return -1;
-	while (i < iovcnt) {
-		const uint8_t *src = (const uint8_t *)iov[i].iov_base + off;
-		size_t len = iov[i].iov_len - off, written = 0;
+	if (tc->batched)
+		return writev_batched(tc, iov, iovcnt);
+	/* kTLS: OpenSSL writes each record to the socket itself. */
+	while (next_chunk(tc, iov, iovcnt, &i, &off, &src, &len)) {
+		size_t written = 0;
 		int rc;
 
-		if (len == 0) {
-			i++;
-			off = 0;
-			continue;
-		}
-		/* Small entries are gathered into one record.  Both choices
-		 * depend only on the bytes from here on, so a retry after
-		 * EAGAIN presents the record OpenSSL holds again, at least as
-		 * long. */
-		if (len < TLS_STAGE_LEN) {
-			size_t o = off;
-
-			len = 0;
-			for (int j = i; j < iovcnt && len < TLS_STAGE_LEN; j++, o = 0) {
-				size_t take = iov[j].iov_len - o;
-
-				if (take > TLS_STAGE_LEN - len)
-					take = TLS_STAGE_LEN - len;
-				memcpy(tc->stage + len, (const uint8_t *)iov[j].iov_base + o, take);
-				len += take;
-			}
-			src = tc->stage;
-		}
 		ERR_clear_error();
 		rc = SSL_write_ex(tc->ssl, src, len, &written);
 		if (rc != 1) {
@@ -373,19 +640,7 @@ ssize_t tls_conn_writev(struct tls_conn *tc, const struct iovec *iov, int iovcnt
 		}
 		tc->want_write = false;
 		total += written;
-		/* Advance over @written bytes of the iovec. */
-		while (written && i < iovcnt) {
-			size_t left = iov[i].iov_len - off;
-
-			if (written < left) {
-				off += written;
-				written = 0;
-			} else {
-				written -= left;
-				i++;
-				off = 0;
-			}
-		}
+		iov_skip(iov, iovcnt, &i, &off, written);
 	}
 	return (ssize_t)total;
 }

@@ -11,7 +11,8 @@
  * traffic.  OpenSSL does the work (libssl) on the socket itself, with
  * SSL_OP_ENABLE_KTLS: where the kernel has the tls module, records are
  * sealed and opened by the kernel and the data path stays sendmsg and
- * recvmsg; elsewhere OpenSSL's user-space record layer does it.
+ * recvmsg; elsewhere OpenSSL's user-space record layer does it, and the
+ * records it seals are written in batches (many records per write(2)).
  *
  * Everything is non-blocking.  The calls below behave like read(2) and
  * writev(2) on the socket: -1 with errno EAGAIN when OpenSSL wants the
@@ -90,6 +91,15 @@ ssize_t tls_conn_read(struct tls_conn *tc, void *buf, size_t len);
  * record it could not finish writing).
  */
 ssize_t tls_conn_writev(struct tls_conn *tc, const struct iovec *iov, int iovcnt);
+
+/*
+ * tls_conn_flush - write what was sealed outside tls_conn_writev() (the
+ * TLS handshake's flights, when the kernel has no kTLS and records wait
+ * in the connection's batch buffer).  Returns 0 when nothing waits, or -1
+ * with errno: EAGAIN (the socket is full: wait for writability), or the
+ * connection's failure.
+ */
+int tls_conn_flush(struct tls_conn *tc);
 
 /* Did the last call stop because OpenSSL waits for the socket to become
  * writable (arm the write watcher), rather than readable? */
