@@ -17,6 +17,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -184,6 +185,11 @@ struct relay_shared {
 	_Atomic int flip_req;		/* change a byte of the next large record */
 	_Atomic int flipped;
 	_Atomic uint64_t flip_at;	/* its offset in the dialer's stream */
+	/* A man in the middle: when not 0, after the AUTH frames the
+	 * dialer's stream goes to this port (a TLS server with a
+	 * certificate) instead of the accepter. */
+	uint16_t mitm_port;
+	_Atomic uint64_t mitm_conns;
 };
 
 /* One direction of one relayed connection. */
@@ -285,6 +291,43 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+static int connect_local(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/* The man in the middle: once the dialer's AUTH 1 and 3 have passed,
+ * what follows (its ClientHello) goes to the TLS server at mitm_port,
+ * whose answers go back to the dialer.  @n bytes at @p are the chunk
+ * being relayed; returns how many of them still go to the accepter. */
+static size_t relay_mitm(struct relay_shared *sh, struct relay_pair *rp, const uint8_t *p,
+			 size_t n)
+{
+	uint64_t auth = 2 * SL_WIRE_AUTH_LEN, off = rp->dir[0].off;
+	size_t before = off >= auth ? 0 : (size_t)(auth - off < n ? auth - off : n);
+	int s;
+
+	if (!sh->mitm_port || off + n <= auth || rp->dir[0].plain == 0)
+		return n;
+	(void)write_all(rp->fd[1], p, before);
+	s = connect_local(sh->mitm_port);
+	close(rp->fd[1]);
+	rp->fd[1] = s;
+	rp->dir[0].plain = 0;	/* switched */
+	atomic_fetch_add(&sh->mitm_conns, 1);
+	if (s >= 0)
+		(void)write_all(s, p + before, n - before);
+	return 0;
+}
+
 static void pair_close(struct relay_pair *rp)
 {
 	for (int k = 0; k < 2; k++)
@@ -320,15 +363,10 @@ static void relay_run(int lfd, uint16_t to, bool tls, struct relay_shared *sh)
 		}
 		if (pfd[0].revents & POLLIN) {
 			int c = accept(lfd, NULL, NULL), s = -1;
-			struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(to) };
 
-			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-			if (c >= 0 && ((s = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-				       connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)) {
+			if (c >= 0 && (s = connect_local(to)) < 0) {
 				close(c);
 				c = -1;
-				if (s >= 0)
-					close(s);
 			}
 			for (i = 0; c >= 0 && i < RELAY_PAIRS; i++) {
 				if (pairs[i].fd[0] >= 0)
@@ -364,8 +402,16 @@ static void relay_run(int lfd, uint16_t to, bool tls, struct relay_shared *sh)
 				}
 				relay_scan(sh, &rp->dir[d], d, buf, (size_t)r);
 				relay_records(sh, &rp->dir[d], d, buf, (size_t)r);
-				rp->dir[d].off += (uint64_t)r;
 				atomic_fetch_add(&sh->bytes[d], (uint64_t)r);
+				if (d == 0 && relay_mitm(sh, rp, buf, (size_t)r) == 0) {
+					rp->dir[0].off += (uint64_t)r;
+					if (rp->fd[1] < 0) {
+						pair_close(rp);
+						break;
+					}
+					continue;
+				}
+				rp->dir[d].off += (uint64_t)r;
 				if (write_all(rp->fd[1 - d], buf, (size_t)r) < 0) {
 					pair_close(rp);
 					break;
@@ -381,7 +427,7 @@ struct relay {
 	struct relay_shared *sh;
 };
 
-static void relay_start(struct relay *r, uint16_t to, bool tls)
+static void relay_start_mitm(struct relay *r, uint16_t to, bool tls, uint16_t mitm_port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
@@ -394,6 +440,7 @@ static void relay_start(struct relay *r, uint16_t to, bool tls)
 	H_EQ(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	r->port = ntohs(sa.sin_port);
 	r->sh = shared_alloc(sizeof(*r->sh));
+	r->sh->mitm_port = mitm_port;
 	r->pid = h_fork();
 	if (r->pid == 0) {
 		signal(SIGPIPE, SIG_IGN);
@@ -401,6 +448,11 @@ static void relay_start(struct relay *r, uint16_t to, bool tls)
 		_exit(0);
 	}
 	H_EQ(close(lfd), 0);
+}
+
+static void relay_start(struct relay *r, uint16_t to, bool tls)
+{
+	relay_start_mitm(r, to, tls, 0);
 }
 
 static void relay_stop(struct relay *r)
@@ -853,6 +905,90 @@ START_TEST(mode_mismatch_refused)
 }
 END_TEST
 
+/*
+ * A man in the middle who lets the AUTH frames pass and then answers the
+ * dialer's ClientHello himself, with a certificate (openssl s_server):
+ * the dialer refuses the certificate (the PSK is the only credential),
+ * counts a handshake failure, and sends nothing: the link never comes up
+ * and no canary reaches him.
+ */
+START_TEST(certificate_refused)
+{
+	char cert[128], key[128], port_s[32], out[4096];
+	struct rig g;
+	struct h_daemon *n = g.nodes;
+	struct keyfile k;
+	char conf[512];
+	const char *confs[3];
+	uint16_t mitm = h_free_port();
+	pid_t srv;
+	int i, st;
+
+	snprintf(cert, sizeof(cert), "/tmp/sluice-test-encrypt-%d.crt", (int)getpid());
+	snprintf(key, sizeof(key), "/tmp/sluice-test-encrypt-%d.pem", (int)getpid());
+	{
+		const char *argv[] = { "/usr/bin/openssl", "req", "-x509", "-newkey", "ec",
+				       "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+				       "-subj", "/CN=mitm", "-days", "1", "-keyout", key,
+				       "-out", cert, NULL };
+
+		H_ASSERT(access(argv[0], X_OK) == 0, "%s: not there (the openssl package)", argv[0]);
+		H_ASSERT(h_run(argv, out, sizeof(out), 30000) == 0, "openssl req: %s", out);
+	}
+	snprintf(port_s, sizeof(port_s), "127.0.0.1:%u", mitm);
+	srv = h_fork();
+	if (srv == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execl("/usr/bin/openssl", "openssl", "s_server", "-accept", port_s, "-cert", cert,
+		      "-key", key, "-tls1_3", "-www", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 100; i++) {	/* until it listens */
+		int s = connect_local(mitm);
+
+		if (s >= 0) {
+			close(s);
+			break;
+		}
+		h_sleep_ms(50);
+	}
+	roles(g.names);
+	key_make(&k);
+	g.key = k;
+	g.bystander = false;
+	confs[DIAL] = confs[ACC] = conf_mode(conf, sizeof(conf), "encrypt", &k);
+	pick_ports(g.ports);
+	relay_start_mitm(&g.relay, g.ports[ACC], true, mitm);
+	nodes_start(n, g.names, g.ports, g.relay.port, false, confs);
+	for (i = 0; i < 200 && h_daemon_stat(&n[DIAL], "xport.tls_failures_handshake") < 2; i++)
+		h_sleep_ms(50);
+	relay_print(&g.relay, "certificate_refused");
+	printf("certificate_refused: %s: %" PRIu64 " handshakes refused, %" PRIu64
+	       " connections to the man in the middle\n", n[DIAL].name,
+	       h_daemon_stat(&n[DIAL], "xport.tls_failures_handshake"),
+	       atomic_load(&g.relay.sh->mitm_conns));
+	H_ASSERT(h_daemon_stat(&n[DIAL], "xport.tls_failures_handshake") >= 2,
+		 "the dialer did not refuse the certificate");
+	H_ASSERT(atomic_load(&g.relay.sh->mitm_conns) >= 2, "the man in the middle saw no dialer");
+	H_EQ(h_daemon_stat(&n[DIAL], "xport.tls_sessions"), 0);
+	H_EQ(link_stat(&n[DIAL], g.names[ACC], "connects"), 0);
+	H_EQ(atomic_load(&g.relay.sh->hits[0]), 0);
+	H_ASSERT(log_count(&n[DIAL], "handshake failed", NULL, NULL) >= 1,
+		 "no line for the refused handshake");
+	rig_stop(&g);
+	H_EQ(kill(srv, SIGKILL), 0);
+	H_EQ(waitpid(srv, &st, 0), srv);
+	H_EQ(unlink(cert), 0);
+	H_EQ(unlink(key), 0);
+}
+END_TEST
+
 /* Mode encrypt with the verbs transport is refused by --check-config,
  * with the reason and what the fabric must provide instead. */
 START_TEST(verbs_refused)
@@ -894,6 +1030,7 @@ int main(void)
 	tcase_add_test(h_tcase(s, "plaintext_on_the_wire", 120), plaintext_on_the_wire);
 	tcase_add_test(h_tcase(s, "tampered_record", 240), tampered_record);
 	tcase_add_test(h_tcase(s, "mode_mismatch_refused", 120), mode_mismatch_refused);
+	tcase_add_test(h_tcase(s, "certificate_refused", 120), certificate_refused);
 	tcase_add_test(h_tcase(s, "verbs_refused", 60), verbs_refused);
 	return h_run_suite(s);
 }

@@ -137,6 +137,16 @@ static SSL_SESSION *psk_session(SSL *ssl, const struct tls_conn *tc)
 	return s;
 }
 
+/* A client never accepts a certificate: the PSK is the only credential,
+ * and with SSL_VERIFY_NONE a man in the middle could have answered the
+ * ClientHello with any certificate of his. */
+static int reject_certificate(int preverify_ok, X509_STORE_CTX *x)
+{
+	(void)preverify_ok;
+	(void)x;
+	return 0;
+}
+
 /* Client (the dialer): offer the connection's PSK. */
 static int use_session_cb(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen,
 			  SSL_SESSION **sess)
@@ -243,7 +253,8 @@ struct tls_ctx *tls_ctx_new(void)
 	 * and the body apart. */
 	SSL_CTX_set_read_ahead(c, 1);
 	SSL_CTX_set_default_read_buffer_len(c, TLS_READ_BUFFER);
-	SSL_CTX_set_verify(c, SSL_VERIFY_NONE, NULL);	/* the PSK is the credential */
+	/* The PSK is the credential; a client refuses any certificate. */
+	SSL_CTX_set_verify(c, SSL_VERIFY_NONE, NULL);
 	SSL_CTX_set_psk_use_session_callback(c, use_session_cb);
 	SSL_CTX_set_psk_find_session_callback(c, find_session_cb);
 	t->ssl_ctx = c;
@@ -365,10 +376,12 @@ struct tls_conn *tls_conn_new(struct tls_ctx *t, int fd, bool server,
 		tls_conn_free(tc, false);
 		return NULL;
 	}
-	if (server)
+	if (server) {
 		SSL_set_accept_state(tc->ssl);
-	else
+	} else {
 		SSL_set_connect_state(tc->ssl);
+		SSL_set_verify(tc->ssl, SSL_VERIFY_PEER, reject_certificate);
+	}
 	return tc;
 }
 
@@ -440,6 +453,14 @@ static int handshake(struct tls_conn *tc)
 	}
 	if (rc != 1)
 		return ssl_failed(tc, rc);
+	/* Only the PSK may have authenticated the peer: a server that
+	 * answered with a certificate instead (which the client refuses
+	 * anyway, reject_certificate) is no peer of ours. */
+	if (!SSL_session_reused(tc->ssl)) {
+		ERR_raise_data(ERR_LIB_SSL, SSL_R_BAD_PSK, "the handshake did not use the PSK");
+		tc->dead = EPROTO;
+		return fail(tc->t, tc->name, TF_HANDSHAKE);
+	}
 	tc->up = true;
 	tc->want_write = false;
 	tc->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(tc->ssl));
