@@ -197,8 +197,13 @@ struct relay_dir {
 	uint8_t tail[CANARY_LEN - 1];	/* the last bytes, for canaries across reads */
 	size_t tail_len;
 	uint64_t off;			/* bytes so far */
-	/* TLS record walk: after @plain bytes of AUTH frames, records. */
-	uint64_t plain;
+	/* TLS record walk (@tls): after @auth_left AUTH frames (each sized
+	 * by its common header: hdr_len at 4, payload_len at 8), records
+	 * from stream offset @plain_end on. */
+	bool tls, switched;
+	unsigned auth_left, fh_have;
+	uint8_t fh[12];
+	uint64_t frame_left, plain_end;
 	uint8_t hdr[5];
 	unsigned hdr_have;
 	uint32_t body_left, body_len;
@@ -232,16 +237,34 @@ static void relay_scan(struct relay_shared *sh, struct relay_dir *rd, int d, con
 /* Walk the TLS records of direction @d; on request, change one byte in
  * the middle of the next application-data record of 1 KiB or more from
  * the dialer. */
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static void relay_records(struct relay_shared *sh, struct relay_dir *rd, int d, uint8_t *p,
 			  size_t n)
 {
 	size_t i = 0;
 
-	while (i < n) {
-		if (rd->off + i < rd->plain) {
-			size_t skip = (size_t)(rd->plain - rd->off - i);
+	while (rd->tls && i < n) {
+		if (rd->auth_left && rd->fh_have < sizeof(rd->fh)) {
+			rd->fh[rd->fh_have++] = p[i++];
+			if (rd->fh_have == sizeof(rd->fh))
+				rd->frame_left = (uint64_t)get_le32(rd->fh + 4) + get_le32(rd->fh + 8) -
+						 sizeof(rd->fh);
+			continue;
+		}
+		if (rd->auth_left) {
+			size_t take = rd->frame_left < n - i ? (size_t)rd->frame_left : n - i;
 
-			i += skip < n - i ? skip : n - i;
+			i += take;
+			rd->frame_left -= take;
+			if (rd->frame_left == 0) {
+				rd->fh_have = 0;
+				if (--rd->auth_left == 0)
+					rd->plain_end = rd->off + i;
+			}
 			continue;
 		}
 		if (rd->hdr_have < 5) {
@@ -311,17 +334,18 @@ static int connect_local(uint16_t port)
 static size_t relay_mitm(struct relay_shared *sh, struct relay_pair *rp, const uint8_t *p,
 			 size_t n)
 {
-	uint64_t auth = 2 * SL_WIRE_AUTH_LEN, off = rp->dir[0].off;
-	size_t before = off >= auth ? 0 : (size_t)(auth - off < n ? auth - off : n);
+	uint64_t auth = rp->dir[0].plain_end, off = rp->dir[0].off;
+	size_t before;
 	int s;
 
-	if (!sh->mitm_port || off + n <= auth || rp->dir[0].plain == 0)
+	if (!sh->mitm_port || rp->dir[0].switched || rp->dir[0].auth_left)
 		return n;
+	before = off >= auth ? 0 : (size_t)(auth - off < n ? auth - off : n);
 	(void)write_all(rp->fd[1], p, before);
 	s = connect_local(sh->mitm_port);
 	close(rp->fd[1]);
 	rp->fd[1] = s;
-	rp->dir[0].plain = 0;	/* switched */
+	rp->dir[0].switched = true;
 	atomic_fetch_add(&sh->mitm_conns, 1);
 	if (s >= 0)
 		(void)write_all(s, p + before, n - before);
@@ -375,8 +399,9 @@ static void relay_run(int lfd, uint16_t to, bool tls, struct relay_shared *sh)
 				pairs[i].fd[0] = c;
 				pairs[i].fd[1] = s;
 				/* Before TLS: AUTH 1 and 3 from the dialer, AUTH 2 back. */
-				pairs[i].dir[0].plain = tls ? 2 * SL_WIRE_AUTH_LEN : UINT64_MAX;
-				pairs[i].dir[1].plain = tls ? SL_WIRE_AUTH_LEN : UINT64_MAX;
+				pairs[i].dir[0].tls = pairs[i].dir[1].tls = tls;
+				pairs[i].dir[0].auth_left = 2;
+				pairs[i].dir[1].auth_left = 1;
 				(void)setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 				(void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 				atomic_fetch_add(&sh->conns, 1);
@@ -864,7 +889,7 @@ START_TEST(mode_mismatch_refused)
 					round ? "encrypt" : "authenticate" };
 		struct h_daemon nodes[3];
 		struct keyfile k;
-		char conf[2][512], addr[32];
+		char conf[2][512], line[2][256];
 		const char *confs[3];
 		uint16_t ports[3];
 		int i;
@@ -877,23 +902,22 @@ START_TEST(mode_mismatch_refused)
 		pick_ports(ports);
 		nodes_start(nodes, names, ports, 0, false, confs);
 		/* Bounded by the dialer's redials, each refused at once. */
+		snprintf(line[DIAL], sizeof(line[DIAL]), "link %s (127.0.0.1:%u): %s refuses this "
+			 "node: %s runs [security] mode %s, this node %s; set the same mode on both",
+			 names[ACC], ports[ACC], names[ACC], names[ACC], mode[ACC], mode[DIAL]);
+		snprintf(line[ACC], sizeof(line[ACC]), " refused: node %s runs [security] mode %s, "
+			 "this node (%s) %s; set the same mode on both", names[DIAL], mode[DIAL],
+			 names[ACC], mode[ACC]);
 		for (i = 0; i < 200; i++) {
-			if (h_daemon_stat(&nodes[DIAL], "daemon.auth_failures_mode") > 0 &&
-			    h_daemon_stat(&nodes[ACC], "daemon.auth_failures_mode") > 0)
+			if (log_count(&nodes[DIAL], line[DIAL], NULL, NULL) > 0 &&
+			    log_count(&nodes[ACC], line[ACC], "link: 127.0.0.1:", NULL) > 0)
 				break;
 			h_sleep_ms(50);
 		}
-		snprintf(addr, sizeof(addr), "127.0.0.1:%u", ports[ACC]);
-		H_ASSERT(log_count(&nodes[DIAL], "other security mode", names[ACC], addr) >= 1 &&
-			 log_count(&nodes[DIAL], "runs [security] mode", mode[ACC],
-				   mode[DIAL]) >= 1, "%s: no line naming %s at %s and both modes",
-			 names[DIAL], names[ACC], addr);
-		H_ASSERT(log_count(&nodes[ACC], "other security mode", names[DIAL], "127.0.0.1:") >= 1 &&
-			 log_count(&nodes[ACC], "runs [security] mode", mode[DIAL], mode[ACC]) >= 1,
-			 "%s: no line naming %s, its address and both modes", names[ACC],
-			 names[DIAL]);
-		H_ASSERT(h_daemon_stat(&nodes[DIAL], "daemon.auth_failures_mode") >= 1,
-			 "dialer counted no mode refusal");
+		H_ASSERT(log_count(&nodes[DIAL], line[DIAL], NULL, NULL) == 1,
+			 "%s: no line \"%s\"", names[DIAL], line[DIAL]);
+		H_ASSERT(log_count(&nodes[ACC], line[ACC], "link: 127.0.0.1:", NULL) == 1,
+			 "%s: no line \"%s\"", names[ACC], line[ACC]);
 		H_ASSERT(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_mode") >= 1,
 			 "accepter counted no mode refusal");
 		H_EQ(h_daemon_stat(&nodes[DIAL], "daemon.auth_handshakes"), 0);
