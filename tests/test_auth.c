@@ -198,20 +198,6 @@ static unsigned log_lines(const struct h_daemon *d)
 	return n;
 }
 
-static unsigned log_count(const struct h_daemon *d, const char *needle)
-{
-	FILE *f = fopen(d->log, "r");
-	char line[1024];
-	unsigned n = 0;
-
-	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /* The real link kept its one connection and its peer's incarnation. */
 struct link_snap {
 	uint64_t connects[2];
@@ -656,9 +642,9 @@ START_TEST(reload_applies_key)
 		H_EQ(close(fd), 0);
 	}
 	H_EQ(kill(nodes[ACC].pid, SIGHUP), 0);
-	for (i = 0; i < 100 && log_count(&nodes[ACC], "peer keys read again") == 0; i++)
+	for (i = 0; i < 100 && tu_log_lines(&nodes[ACC], "peer keys read again") == 0; i++)
 		h_sleep_ms(50);
-	H_EQ(log_count(&nodes[ACC], "peer keys read again"), 1);
+	H_EQ(tu_log_lines(&nodes[ACC], "peer keys read again"), 1);
 	h_wait_link(&nodes[DIAL], &nodes[ACC]);	/* the live link stays */
 	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 1);
 
@@ -775,7 +761,7 @@ START_TEST(version2_refused)
 	H_ASSERT(ms >= 0, "the version-2 connection stayed open");
 	H_EQ(link_stat(&nodes[ACC], names[DIAL], "connects"), 0);
 	H_EQ(h_daemon_stat(&nodes[ACC], "daemon.auth_failures_version"), 1);
-	H_EQ(log_count(&nodes[ACC], "speaks wire version 2"), 1);
+	H_EQ(tu_log_lines(&nodes[ACC], "speaks wire version 2"), 1);
 	printf("version2_refused: closed after %lld ms with one log line\n", (long long)ms);
 	h_daemon_stop(&nodes[ACC]);
 }
@@ -821,9 +807,9 @@ START_TEST(version2_accepter_named)
 		H_EQ(first[1], SL_WIRE_AUTH);
 		H_EQ(close(fd), 0);
 	}
-	for (i = 0; i < 100 && log_count(&nodes[DIAL], "before answering the handshake") == 0; i++)
+	for (i = 0; i < 100 && tu_log_lines(&nodes[DIAL], "before answering the handshake") == 0; i++)
 		h_sleep_ms(50);
-	H_ASSERT(log_count(&nodes[DIAL], "before answering the handshake (a daemon of another "
+	H_ASSERT(tu_log_lines(&nodes[DIAL], "before answering the handshake (a daemon of another "
 			   "wire version than 3") >= 1, "the dialer did not say why");
 	printf("version2_accepter_named: the dialer named another wire version as the likely "
 	       "reason\n");

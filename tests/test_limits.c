@@ -28,21 +28,6 @@
 
 #define RUN_TIMEOUT_MS 15000
 
-/* Lines of the daemon's log that contain @needle. */
-static unsigned log_count(const struct h_daemon *d, const char *needle)
-{
-	char line[1024];
-	unsigned n = 0;
-	FILE *f = fopen(d->log, "re");
-
-	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /* ------------------------------------------------------------------ */
 /* Bystanders: two queues of one context, sending to each other.       */
 /* ------------------------------------------------------------------ */
@@ -305,7 +290,7 @@ START_TEST(fd_exhaustion_refuses_at_once)
 	bystander_exchange(&by, "after");
 	/* The hog's probe, the storm and sluicectl, once each. */
 	H_EQ(h_daemon_stat(&d, "daemon.fd_refused"), 1 + STORM + 1);
-	rc = (int)log_count(&d, "out of file descriptors");
+	rc = (int)tu_log_lines(&d, "out of file descriptors");
 	H_ASSERT(rc >= 1 && rc <= 2, "%d log lines about it", rc);
 	sl_close(by.ctx);
 	h_daemon_stop(&d);
@@ -379,7 +364,7 @@ START_TEST(fd_limit_raised_and_logged)
 	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	h_daemon_start(&d, "rl", 0, NULL, 0);
 	H_EQ(proc_fd_limit(d.pid), 4096);
-	H_EQ(log_count(&d, "file descriptors: limit 4096 (was 512); max_queues 1024 needs "
+	H_EQ(tu_log_lines(&d, "file descriptors: limit 4096 (was 512); max_queues 1024 needs "
 			   "about 3104"), 1);
 
 	H_EQ(sl_open(d.sock, &ctx), 0);
@@ -395,7 +380,7 @@ START_TEST(fd_limit_raised_and_logged)
 	low.rlim_cur = low.rlim_max = 1024;
 	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	h_daemon_start(&e, "rl2", 0, NULL, 0);
-	H_EQ(log_count(&e, "but max_queues 1024 needs about 3104: queue opens will fail "
+	H_EQ(tu_log_lines(&e, "but max_queues 1024 needs about 3104: queue opens will fail "
 			   "EMFILE first; raise LimitNOFILE= or lower max_queues"), 1);
 	h_daemon_stop(&e);
 }
@@ -562,8 +547,8 @@ START_TEST(admin_abuse_operator_answered)
 		 OPERATOR_CALLS - ok - slow);
 	H_ASSERT(h_daemon_stat(&d, "daemon.admin_evicted") > 0, "nothing evicted");
 	/* Thousands of drops, a handful of lines (one per 10 s at most). */
-	H_ASSERT(log_count(&d, "info: admin: pid") <= 1 + (unsigned)((h_now_ms() - t_start) / 10000),
-		 "%u log lines about admin clients", log_count(&d, "info: admin: pid"));
+	H_ASSERT(tu_log_lines(&d, "info: admin: pid") <= 1 + (unsigned)((h_now_ms() - t_start) / 10000),
+		 "%u log lines about admin clients", tu_log_lines(&d, "info: admin: pid"));
 	bystander_exchange(&by, "after");
 	sl_close(by.ctx);
 	h_daemon_stop(&d);
@@ -757,7 +742,7 @@ START_TEST(uid_quotas_leave_room_for_others)
 		close(hold[1]);
 		h_daemon_settle(&d, &fds, &maps);	/* its sessions are gone */
 	}
-	H_ASSERT(log_count(&d, "uid 4242: refused: [limits] uid_max_queues = 32 reached") >= 1,
+	H_ASSERT(tu_log_lines(&d, "uid 4242: refused: [limits] uid_max_queues = 32 reached") >= 1,
 		 "no log line about the quota");
 	bystander_exchange(&by, "after");
 	sl_close(by.ctx);
@@ -880,7 +865,7 @@ START_TEST(reserved_ports)
 	H_EQ(r->ephemeral, 0);
 	H_ASSERT(r->ephemeral_port > 49407, "ephemeral port %u is reserved for root",
 		 r->ephemeral_port);
-	H_EQ(log_count(&d, "uid 4242: bind port 6001 refused: [ports] 6000-6999 = uid:0"), 1);
+	H_EQ(tu_log_lines(&d, "uid 4242: bind port 6001 refused: [ports] 6000-6999 = uid:0"), 1);
 	bystander_exchange(&by, "after");
 	sl_close(root_ctx);
 	sl_close(by.ctx);

@@ -40,20 +40,6 @@
 /* A bystander gives up when one message takes this long. */
 #define BYS_STALL_MS 15000
 
-/* Lines of @d's log containing @needle. */
-static unsigned log_count(const struct h_daemon *d, const char *needle)
-{
-	FILE *f = fopen(d->log, "r");
-	char line[2048];
-	unsigned n = 0;
-
-	H_ASSERT(f, "%s: %s", d->log, strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* A daemon the others name but that is not started: its name and port. */
 static void named(struct h_daemon *d, const char *name, uint16_t port)
 {
@@ -158,11 +144,11 @@ static void observe(const struct refused *r, unsigned n, struct bystander *b,
 /* @needle appears exactly once in @d's log (waited for, bounded). */
 static void expect_once(const struct h_daemon *d, const char *needle)
 {
-	unsigned n = log_count(d, needle);
+	unsigned n = tu_log_lines(d, needle);
 
 	for (int i = 0; i < 100 && n == 0; i++) {
 		h_sleep_ms(50);
-		n = log_count(d, needle);
+		n = tu_log_lines(d, needle);
 	}
 	H_ASSERT(n == 1, "%s's log has %u lines with \"%s\" in %d ms, want 1", d->name, n, needle,
 		 OBSERVE_MS);
@@ -193,8 +179,8 @@ static void expect_no_retry_noise(const struct h_daemon *d, uint16_t port)
 	char needle[64];
 
 	snprintf(needle, sizeof(needle), "tcp: 127.0.0.1:%u:", port);
-	H_EQ(log_count(d, needle), 0);
-	H_EQ(log_count(d, "before answering the handshake"), 0);
+	H_EQ(tu_log_lines(d, needle), 0);
+	H_EQ(tu_log_lines(d, "before answering the handshake"), 0);
 }
 
 /* The accepter @d refused @min or more handshakes (the dialer did retry)
@@ -375,7 +361,7 @@ START_TEST(wrong_daemon)
 	expect_once(&t.c, needle);
 	expect_no_retry_noise(&t.a, t.pc);
 	expect_ctl_links(&t.a, "b", "handshake: answered by node c");
-	H_EQ(log_count(&t.c, "Connection reset by peer"), 0);
+	H_EQ(tu_log_lines(&t.c, "Connection reset by peer"), 0);
 	trio_stop(&t, &bys);
 }
 END_TEST
