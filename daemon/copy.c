@@ -13,9 +13,9 @@
 
 #include "copy.h"
 #include "daemon.h"
-#include "engine.h"
 #include "log.h"
 #include "queue.h"
+#include "wake.h"
 
 enum { SIDE_SEND, SIDE_RECV };
 
@@ -30,12 +30,12 @@ static uint64_t now_ns(void)
 
 static uint8_t *src_at(const struct local_copy *c, uint64_t off)
 {
-	return c->sq->arena + c->src_addr + off;
+	return c->send.q->arena + c->send.addr + off;
 }
 
 static uint8_t *dst_at(const struct local_copy *c, uint64_t off)
 {
-	return c->rq->arena + c->r->addr + off;
+	return c->r->desc.q->arena + c->r->desc.addr + off;
 }
 
 /* Complete both descriptors and free @c (unlinked). */
@@ -45,20 +45,27 @@ static void copy_finish(struct daemon *d, struct local_copy *c, int send_status,
 	/* The sender's uid on a delivered message only (sluice.h). */
 	bool delivered = recv_status == SL_OK || recv_status == SL_ERR_TRUNCATED;
 
-	engine_complete_recv_from(c->rq, c->src, delivered ? (uint32_t)c->sq->uid : SL_UID_UNKNOWN,
-				  c->tag, c->len, c->r->user_ctx, recv_status);
-	engine_complete(c->sq, SL_OP_SEND, c->dst, c->tag, c->len, c->send_ctx, send_status);
+	struct queue *rq = c->r->desc.q, *sq = c->send.q;
+	struct desc_msg msg = {
+		.src = { d->cfg.node_id, sq->port },
+		.sender_uid = delivered ? (uint32_t)sq->uid : SL_UID_UNKNOWN,
+		.tag = c->send.tag,
+		.len = c->send.len,
+	};
+
+	queue_complete(&c->r->desc, recv_status, &msg);
+	queue_complete(&c->send, send_status, NULL);
 	if (send_status == SL_OK)
 		d->ctr.local_msgs++;
-	queue_put(c->rq);
-	queue_put(c->sq);
+	queue_put(rq);
+	queue_put(sq);
 	free(c->r);
 	free(c);
 }
 
 static int recv_ok_status(const struct local_copy *c)
 {
-	return c->len <= c->r->capacity ? SL_OK : SL_ERR_TRUNCATED;
+	return c->send.len <= c->r->desc.len ? SL_OK : SL_ERR_TRUNCATED;
 }
 
 /*
@@ -118,12 +125,13 @@ static bool pages_gone(const uint8_t *p, uint64_t len)
 
 /* The client of side @side of @c removed the pages under the copy once
  * too often: its queue fails, and with it this copy (copy_end_queue). */
-static void copy_stalled(struct daemon *d, struct local_copy *c, int side)
+static void copy_stalled(struct daemon *d, struct local_copy *c, int side,
+			 copy_fail_fn *fail_queue)
 {
-	struct queue *q = side == SIDE_SEND ? c->sq : c->rq;
+	struct queue *q = side == SIDE_SEND ? c->send.q : c->r->desc.q;
 
 	d->ctr.copy_stalls++;
-	queue_fail(q, SL_ERR_STALLED, "a local copy made no progress: its pages were "
+	fail_queue(q, SL_ERR_STALLED, "a local copy made no progress: its pages were "
 		   "removed under it again and again (hole punching)");
 }
 
@@ -132,7 +140,8 @@ static void copy_stalled(struct daemon *d, struct local_copy *c, int side)
  * side whose pages are gone again.  Returns true when @c ended (a side
  * struck out, its queue failed).
  */
-static bool copy_judge(struct daemon *d, struct local_copy *c, uint64_t lo, uint64_t moved)
+static bool copy_judge(struct daemon *d, struct local_copy *c, uint64_t lo, uint64_t moved,
+		       copy_fail_fn *fail_queue)
 {
 	bool gone[2];
 	int side;
@@ -149,44 +158,45 @@ static bool copy_judge(struct daemon *d, struct local_copy *c, uint64_t lo, uint
 		if (!gone[side])
 			continue;
 		if (++c->strikes[side] >= COPY_STALL_STRIKES) {
-			copy_stalled(d, c, side);
+			copy_stalled(d, c, side, fail_queue);
 			return true;
 		}
 	}
 	return false;
 }
 
-void copy_start(struct queue *rq, struct match_recv *r, struct queue *sq, uint64_t src_addr,
-		sl_addr_t src, sl_addr_t dst, uint64_t tag, uint64_t len, uint64_t send_ctx)
+void copy_start(struct match_recv *r, const struct desc *send)
 {
+	struct queue *rq = r->desc.q, *sq = send->q;
 	struct daemon *d = rq->d;
 	struct local_copy *c = NULL;
-	uint64_t n = len <= r->capacity ? len : r->capacity;
+	uint64_t len = send->len, n = len <= r->desc.len ? len : r->desc.len;
 
 	if (n > COPY_INLINE_BYTES)
 		c = calloc(1, sizeof(*c));
 	if (!c) {
+		struct desc_msg msg = { .src = { d->cfg.node_id, sq->port },
+					.sender_uid = (uint32_t)sq->uid, .tag = send->tag,
+					.len = len };
+
 		/* Small, or no memory to go in slices: at once.  memmove: a
 		 * queue may send to itself from an overlapping buffer. */
 		if (n)
-			memmove(rq->arena + r->addr, sq->arena + src_addr, n);
-		engine_complete_recv_from(rq, src, (uint32_t)sq->uid, tag, len, r->user_ctx,
-					  len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
-		engine_complete(sq, SL_OP_SEND, dst, tag, len, send_ctx, SL_OK);
+			memmove(rq->arena + r->desc.addr, sq->arena + send->addr, n);
+		queue_complete(&r->desc, len <= r->desc.len ? SL_OK : SL_ERR_TRUNCATED, &msg);
+		queue_complete(send, SL_OK, NULL);
 		d->ctr.local_msgs++;
 		free(r);
 		return;
 	}
 	queue_get(rq);
 	queue_get(sq);
-	*c = (struct local_copy){ .rq = rq, .sq = sq, .r = r, .src_addr = src_addr, .src = src,
-				  .dst = dst, .tag = tag, .len = len, .send_ctx = send_ctx,
-				  .n = n, .chunk = COPY_CHUNK_BYTES };
-	c->backward = rq == sq && r->addr > src_addr && r->addr < src_addr + n;
+	*c = (struct local_copy){ .r = r, .send = *send, .n = n, .chunk = COPY_CHUNK_BYTES };
+	c->backward = rq == sq && r->desc.addr > send->addr && r->desc.addr < send->addr + n;
 	TAILQ_INSERT_TAIL(&d->copies, c, link);
 	d->n_copies++;
 	d->ctr.copies_sliced++;
-	daemon_kick(d);
+	daemon_wake(d);
 }
 
 static void copy_unlink(struct daemon *d, struct local_copy *c)
@@ -195,7 +205,7 @@ static void copy_unlink(struct daemon *d, struct local_copy *c)
 	d->n_copies--;
 }
 
-unsigned copy_run(struct daemon *d)
+unsigned copy_run(struct daemon *d, copy_fail_fn *fail_queue)
 {
 	unsigned i, n = d->n_copies;
 	struct local_copy *c;
@@ -223,7 +233,7 @@ unsigned copy_run(struct daemon *d)
 		/* Slow: below COPY_SLOW_BYTES per COPY_SLICE_NS, over a slice
 		 * that used its time (at most a few GiB * ns: no overflow). */
 		if (elapsed >= COPY_SLICE_NS && moved * COPY_SLICE_NS < COPY_SLOW_BYTES * elapsed)
-			(void)copy_judge(d, c, lo, moved);
+			(void)copy_judge(d, c, lo, moved, fail_queue);
 	}
 	return d->n_copies;
 }
@@ -234,11 +244,11 @@ void copy_end_queue(struct daemon *d, struct queue *q, int status)
 
 	for (c = TAILQ_FIRST(&d->copies); c; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->rq != q && c->sq != q)
+		if (c->r->desc.q != q && c->send.q != q)
 			continue;
 		copy_unlink(d, c);
-		copy_finish(d, c, c->sq == q ? status : SL_ERR_NO_ENDPOINT,
-			    c->rq == q ? status : SL_ERR_NO_ENDPOINT);
+		copy_finish(d, c, c->send.q == q ? status : SL_ERR_NO_ENDPOINT,
+			    c->r->desc.q == q ? status : SL_ERR_NO_ENDPOINT);
 	}
 }
 

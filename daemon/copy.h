@@ -21,7 +21,8 @@
  * to drop a memfd's pages from under a mapping but swap, which a just
  * touched page does not reach).  COPY_STALL_STRIKES such slices of one
  * side in one copy (not in a row: a client that punches now and then
- * lets some slices through at full speed) fail that side's queue (queue_fail(), SL_ERR_STALLED); the other side's
+ * lets some slices through at full speed) fail that side's queue
+ * (engine_fail_queue(), through copy_run's caller, SL_ERR_STALLED); the other side's
  * descriptor completes SL_ERR_NO_ENDPOINT, as when a queue closes.  A
  * slow machine makes slow slices but takes no pages away: nobody is
  * charged for it.
@@ -39,6 +40,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "desc.h"
 #include "match.h"
 #include "sluice.h"
 
@@ -66,12 +68,10 @@ struct queue;
 
 struct local_copy {
 	TAILQ_ENTRY(local_copy) link;	/* daemon->copies, in turn */
-	struct queue *rq, *sq;		/* receiver, sender: referenced */
-	struct match_recv *r;		/* rq's receive: owned */
-	uint64_t src_addr;		/* offset in sq's arena */
-	sl_addr_t src, dst;		/* the message's addresses */
-	uint64_t tag, len, send_ctx;
-	uint64_t n;			/* bytes to move: len, at most r->capacity */
+	struct match_recv *r;		/* the receive: owned; its queue referenced */
+	struct desc send;		/* the send; its queue referenced */
+	uint64_t n;			/* bytes to move: the send's len, at most
+					 * the receive's capacity */
 	uint64_t done;			/* bytes moved */
 	uint64_t chunk;			/* bytes between clock reads */
 	bool backward;			/* same arena, destination above and
@@ -81,29 +81,33 @@ struct local_copy {
 };
 
 /*
- * copy_start - receive @r of @rq (unlinked; now owned here) takes a local
- * rendezvous message of @len bytes at offset @src_addr of @sq's arena,
- * sent from @src to @dst with @tag by descriptor @send_ctx.  Both
- * descriptors complete when the copy ends: the send SL_OK, the receive
- * SL_OK or SL_ERR_TRUNCATED (len above its capacity).  Takes its own
- * references to both queues.  Never fails: without memory for its state
- * the copy is done at once.
+ * copy_start - receive @r (unlinked; now owned here) takes the local
+ * rendezvous message of send descriptor @send (copied here), sent from
+ * its queue's port.  Both descriptors complete when the copy ends: the
+ * send SL_OK, the receive SL_OK or SL_ERR_TRUNCATED (the send's len
+ * above the receive's capacity).  Takes its own references to both
+ * queues.  Never fails: without memory for its state the copy is done at
+ * once.
  */
-void copy_start(struct queue *rq, struct match_recv *r, struct queue *sq, uint64_t src_addr,
-		sl_addr_t src, sl_addr_t dst, uint64_t tag, uint64_t len, uint64_t send_ctx);
+void copy_start(struct match_recv *r, const struct desc *send);
+
+/* What copy_run() calls on a queue whose client stalled a copy
+ * (engine_fail_queue). */
+typedef void copy_fail_fn(struct queue *q, int status, const char *why);
 
 /*
  * copy_run - one slice of every queued copy, within COPY_ROUND_NS;
- * completes the copies that end.  Returns the number of copies still
- * queued: while there are, the progress engine keeps running.
+ * completes the copies that end, and fails with @fail_queue the queue of
+ * a side that stalled one.  Returns the number of copies still queued:
+ * while there are, the progress engine keeps running.
  */
-unsigned copy_run(struct daemon *d);
+unsigned copy_run(struct daemon *d, copy_fail_fn *fail_queue);
 
 /*
  * copy_end_queue - every queued copy to or from @q ends now: @q's
  * descriptor completes @status (discarded when @q is dead), the other
  * side's SL_ERR_NO_ENDPOINT.  @q is closing (queue_kill) or has failed
- * (queue_fail).
+ * (engine_fail_queue).
  */
 void copy_end_queue(struct daemon *d, struct queue *q, int status);
 

@@ -21,11 +21,13 @@
 #include "loop_watch.h"
 #include "service.h"
 #include "uid_quota.h"
+#include "wake.h"
 #include "xport/xport.h"
 
 struct queue;
 struct session;
 struct link;
+struct link_handlers;
 struct admin;
 struct link_auth;
 
@@ -51,7 +53,7 @@ struct daemon_counters {
 	uint64_t quota_stalls;		/* drains stopped at client_max_inflight */
 	/* Times the engine, about to sleep, found a link that could still
 	 * post and stayed awake: a wake-up that some event failed to give
-	 * (daemon_kick).  0 unless there is a bug; tests assert it. */
+	 * (daemon_wake).  0 unless there is a bug; tests assert it. */
 	uint64_t lost_wakeups;
 	/* Loop iterations in which ready descriptors kept the idle watcher
 	 * out and the starvation guard ran the passes (progress.c), and the
@@ -134,7 +136,8 @@ struct daemon {
 	ev_idle progress_w;		/* runs passes while spinning */
 	ev_check starvation_w;		/* runs them if fds keep idle out */
 	bool idle_ran;			/* progress_w ran since the last check */
-	bool kicked;			/* daemon_kick() since try_sleep began */
+	bool kicked;			/* daemon_wake() since try_sleep began */
+	struct wake_sleeper_list sleepers;	/* SQs with NEED_WAKEUP set (wake.h) */
 	/* Nodes logged as unknown (engine.c, note_unknown_node). */
 	uint32_t unknown_logged[ENGINE_UNKNOWN_LOGGED];
 	unsigned n_unknown_logged;
@@ -148,6 +151,7 @@ struct daemon {
 	ev_timer rcache_w;		/* waiting registrations' deadlines */
 	struct link **links;
 	size_t n_links;
+	const struct link_handlers *link_handlers;	/* the engine's (link.h) */
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */
 	struct link_auth *auth;		/* keys and handshakes (link_auth.c) */
 
@@ -197,9 +201,6 @@ int daemon_init(struct daemon *d);
 
 /* Set up the progress engine (progress.c). */
 void daemon_progress_init(struct daemon *d);
-
-/* Make sure the progress engine runs soon (a doorbell or frame arrived). */
-void daemon_kick(struct daemon *d);
 
 /* Run one progress pass over every queue and link; returns units of work. */
 unsigned daemon_progress(struct daemon *d);

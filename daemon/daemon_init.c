@@ -16,5 +16,6 @@ int daemon_init(struct daemon *d)
 	TAILQ_INIT(&d->queues);
 	TAILQ_INIT(&d->cq_dirty);
 	TAILQ_INIT(&d->copies);
+	TAILQ_INIT(&d->sleepers);
 	return config_defaults(&d->cfg);
 }

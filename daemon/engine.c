@@ -26,52 +26,31 @@
 #include "link.h"
 #include "log.h"
 #include "queue.h"
-
-/* A completion naming the sender's uid (sluice.h, struct sl_cqe). */
-static void complete_from(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
-			  uint64_t len, uint64_t user_ctx, int status, uint32_t sender_uid)
-{
-	struct sl_cqe cqe = {
-		.user_ctx = user_ctx,
-		.len = len,
-		.tag = tag,
-		.peer = peer,
-		.status = status,
-		.opcode = opcode,
-		.sender_uid = sender_uid,
-	};
-
-	if (status == SL_OK && opcode == SL_OP_SEND) {
-		q->msgs_tx++;
-		q->bytes_tx += len;
-	} else if (status == SL_OK && opcode == SL_OP_RECV) {
-		q->msgs_rx++;
-		q->bytes_rx += len;
-	} else if (status == SL_NAK_BUSY || status == SL_NAK_RECEIVER_FULL) {
-		q->naks++;
-	}
-	queue_complete(q, &cqe);
-}
-
-void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
-		     uint64_t len, uint64_t user_ctx, int status)
-{
-	complete_from(q, opcode, peer, tag, len, user_ctx, status, SL_UID_UNKNOWN);
-}
-
-void engine_complete_recv_from(struct queue *q, sl_addr_t src, uint32_t sender_uid, uint64_t tag,
-			       uint64_t len, uint64_t user_ctx, int status)
-{
-	complete_from(q, SL_OP_RECV, src, tag, len, user_ctx, status, sender_uid);
-}
+#include "rcache.h"
+#include "session.h"
 
 /* Where an unexpected rendezvous message's data waits. */
 struct rndv_src {
 	struct queue *q;	/* local: the sender's queue, referenced; NULL remote */
-	uint64_t addr;		/* local: arena offset */
+	uint64_t addr;		/* local: the send's arena offset */
 	uint64_t user_ctx;	/* local: the send's descriptor */
 	uint64_t send_id;	/* remote: the sender's name for it */
 };
+
+/*
+ * The send descriptor of local rendezvous message @m waiting at @dq.  Kept
+ * as the three fields its header lacks rather than as a struct desc: the
+ * header's size is the charge sluiced.conf(5) documents
+ * (UNEXPECTED_RNDV_CHARGE below).
+ */
+static struct desc local_send_desc(const struct queue *dq, const struct match_msg *m)
+{
+	const struct rndv_src *rs = m->rndv;
+
+	return (struct desc){ .q = rs->q, .opcode = SL_OP_SEND,
+			      .peer = { dq->d->cfg.node_id, dq->port }, .tag = m->tag,
+			      .addr = rs->addr, .len = m->len, .user_ctx = rs->user_ctx };
+}
 
 static bool port_valid(uint32_t port)
 {
@@ -79,7 +58,7 @@ static bool port_valid(uint32_t port)
 }
 
 /* The queue that takes messages for @port: none when unbound, or when
- * its queue has failed (queue_fail: it can receive nothing more). */
+ * its queue has failed (engine_fail_queue: it can receive nothing more). */
 static struct queue *endpoint(struct daemon *d, uint32_t port)
 {
 	struct queue *q = port < SLD_PORTS ? d->ports[port] : NULL;
@@ -87,9 +66,11 @@ static struct queue *endpoint(struct daemon *d, uint32_t port)
 	return q && !q->failed ? q : NULL;
 }
 
-int engine_validate(const struct queue *q, const struct sl_sqe *sqe)
+int engine_validate(const struct desc *sqe)
 {
-	if (sqe->flags || sqe->rsvd0 || sqe->rsvd1 || sqe->rsvd2)
+	const struct queue *q = sqe->q;
+
+	if (sqe->flags || sqe->rsvd_set)
 		return SL_ERR_INVALID;
 	/* Overflow-safe: addr + len <= arena_size. */
 	if (sqe->len > q->arena_size || sqe->addr > q->arena_size - sqe->len)
@@ -132,13 +113,13 @@ static void note_match(struct queue *q, sl_addr_t src, uint64_t tag, const struc
 static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t src,
 			  uint32_t sender_uid, uint64_t tag, const void *data, uint64_t len)
 {
-	uint64_t n = len <= r->capacity ? len : r->capacity;
+	uint64_t n = len <= r->desc.len ? len : r->desc.len;
+	struct desc_msg msg = { .src = src, .sender_uid = sender_uid, .tag = tag, .len = len };
 
 	/* memmove: a queue may send to itself from an overlapping buffer. */
 	if (n)
-		memmove(q->arena + r->addr, data, n);
-	complete_from(q, SL_OP_RECV, src, tag, len, r->user_ctx,
-		      len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED, sender_uid);
+		memmove(q->arena + r->desc.addr, data, n);
+	queue_complete(&r->desc, len <= r->desc.len ? SL_OK : SL_ERR_TRUNCATED, &msg);
 }
 
 /*
@@ -270,10 +251,10 @@ static bool recv_take(struct queue *q, struct match_recv *r, struct match_msg *m
 		complete_recv(q, r, m->src, m->sender_uid, m->tag, m->data, m->len);
 		free(r);
 	} else if (rs->q) {
+		struct desc send = local_send_desc(q, m);
+
 		/* The one copy, in slices (copy.h); it owns @r now. */
-		copy_start(q, r, rs->q, rs->addr, m->src,
-			   (sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag, m->len,
-			   rs->user_ctx);
+		copy_start(r, &send);
 		queue_put(rs->q);
 	} else {
 		taken = link_rndv_recv_start(q->d, q, r, m->src, m->sender_uid, m->tag, m->len,
@@ -288,8 +269,7 @@ void engine_repost(struct queue *q, struct match_recv *r)
 	struct match_msg *m;
 
 	if (q->dead || q->d->stopping) {
-		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
-				SL_ERR_CANCELED);
+		queue_complete(&r->desc, SL_ERR_CANCELED, NULL);
 		free(r);
 		return;
 	}
@@ -301,13 +281,12 @@ void engine_repost(struct queue *q, struct match_recv *r)
 
 /* A local rendezvous send waiting unexpected at @q will never match: its
  * descriptor completes with @status and its queue reference goes. */
-static void local_rndv_fail(struct queue *q, const struct match_msg *m, int status)
+static void local_rndv_fail(const struct queue *dq, const struct match_msg *m, int status)
 {
-	struct rndv_src *rs = m->rndv;
+	struct desc send = local_send_desc(dq, m);
 
-	engine_complete(rs->q, SL_OP_SEND, (sl_addr_t){ q->d->cfg.node_id, q->port }, m->tag,
-			m->len, rs->user_ctx, status);
-	queue_put(rs->q);
+	queue_complete(&send, status, NULL);
+	queue_put(send.q);
 }
 
 void engine_drop_unexpected(struct queue *q, struct match_msg *m)
@@ -378,11 +357,10 @@ void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status)
 
 		for (r = TAILQ_FIRST(&q->mq.posted); r; r = next) {
 			next = TAILQ_NEXT(r, link);
-			if (r->src.node != node)
+			if (r->desc.peer.node != node)
 				continue;
 			match_remove_recv(&q->mq, r);
-			engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx,
-					status);
+			queue_complete(&r->desc, status, NULL);
 			free(r);
 		}
 	}
@@ -428,33 +406,24 @@ static bool node_known(struct daemon *d, uint32_t node)
 	return node == d->cfg.node_id || node == SL_NODE_ANY || link_find(d, node);
 }
 
-static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
+static void submit_recv(struct desc *dsc)
 {
-	struct match_recv *r = malloc(sizeof(*r));
-	sl_addr_t src = sqe->peer;
+	struct queue *q = dsc->q;
+	struct match_recv *r;
 	struct match_msg *m;
 
-	if (src.node == SL_NODE_LOCAL)
-		src.node = q->d->cfg.node_id;	/* messages carry real ids */
-	if (!node_known(q->d, src.node)) {
+	if (!node_known(q->d, dsc->peer.node)) {
 		/* No message can come from there: say so now. */
-		note_unknown_node(q->d, src.node);
-		free(r);
-		engine_complete(q, SL_OP_RECV, src, sqe->tag, sqe->len, sqe->user_ctx,
-				SL_ERR_UNKNOWN_NODE);
+		note_unknown_node(q->d, dsc->peer.node);
+		queue_complete(dsc, SL_ERR_UNKNOWN_NODE, NULL);
 		return;
 	}
+	r = malloc(sizeof(*r));
 	if (!r) {
-		engine_complete(q, SL_OP_RECV, src, sqe->tag, sqe->len, sqe->user_ctx,
-				SL_NAK_BUSY);
+		queue_complete(dsc, SL_NAK_BUSY, NULL);
 		return;
 	}
-	r->src = src;
-	r->tag = sqe->tag;
-	r->tag_mask = sqe->tag_mask;
-	r->addr = sqe->addr;
-	r->capacity = sqe->len;
-	r->user_ctx = sqe->user_ctx;
+	r->desc = *dsc;
 	m = match_post_recv(&q->mq, r);
 	if (m) {
 		if (!recv_take(q, r, m))
@@ -462,20 +431,20 @@ static void submit_recv(struct queue *q, const struct sl_sqe *sqe)
 		return;
 	}
 	/* Nothing here from it, and nothing will come until it is back. */
-	if (src.node != q->d->cfg.node_id && src.node != SL_NODE_ANY &&
-	    link_node_timed_out(q->d, src.node)) {
+	if (dsc->peer.node != q->d->cfg.node_id && dsc->peer.node != SL_NODE_ANY &&
+	    link_node_timed_out(q->d, dsc->peer.node)) {
 		match_remove_recv(&q->mq, r);
-		engine_complete(q, SL_OP_RECV, src, r->tag, r->capacity, r->user_ctx,
-				SL_ERR_PEER_DOWN);
+		queue_complete(&r->desc, SL_ERR_PEER_DOWN, NULL);
 		free(r);
 	}
 }
 
 /* A local message above eager_max: one copy once a receive matches. */
-static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t dst)
+static int send_local_rndv(const struct desc *dsc)
 {
+	struct queue *q = dsc->q;
 	struct daemon *d = q->d;
-	struct queue *dq = endpoint(d, dst.port);
+	struct queue *dq = endpoint(d, dsc->peer.port);
 	sl_addr_t src = { d->cfg.node_id, q->port };
 	struct match_recv *r;
 	struct match_msg *m;
@@ -484,69 +453,143 @@ static int send_local_rndv(struct queue *q, const struct sl_sqe *sqe, sl_addr_t 
 
 	if (!dq)
 		return SL_ERR_NO_ENDPOINT;
-	r = match_arrival(&dq->mq, src, sqe->tag);
+	r = match_arrival(&dq->mq, src, dsc->tag);
 	if (r) {
-		note_match(dq, src, sqe->tag, r);
-		copy_start(dq, r, q, sqe->addr, src, dst, sqe->tag, sqe->len, sqe->user_ctx);
+		note_match(dq, src, dsc->tag, r);
+		copy_start(r, dsc);
 		return -EINPROGRESS;	/* completes when copied */
 	}
-	m = unexpected_new(d, dq, src, q->uid, sqe->tag, sqe->len, 0, true, &status);
+	m = unexpected_new(d, dq, src, q->uid, dsc->tag, dsc->len, 0, true, &status);
 	if (!m)
 		return status;
 	rs = m->rndv;
-	*rs = (struct rndv_src){ .q = q, .addr = sqe->addr, .user_ctx = sqe->user_ctx };
+	*rs = (struct rndv_src){ .q = q, .addr = dsc->addr, .user_ctx = dsc->user_ctx };
 	queue_get(q);
 	match_add_unexpected(&dq->mq, m);
 	d->ctr.unexpected++;
 	return -EINPROGRESS;	/* completes at the match */
 }
 
-static void submit_send(struct queue *q, const struct sl_sqe *sqe)
+static void submit_send(struct desc *dsc)
 {
+	struct queue *q = dsc->q;
 	struct daemon *d = q->d;
-	uint32_t self = d->cfg.node_id;
-	sl_addr_t dst = sqe->peer;
 	struct link *l;
 	int status, rc;
 
-	if ((dst.node == SL_NODE_LOCAL || dst.node == self) && sqe->len > d->cfg.eager_max) {
-		dst.node = self;
-		status = send_local_rndv(q, sqe, dst);
+	if (dsc->peer.node == d->cfg.node_id && dsc->len > d->cfg.eager_max) {
+		status = send_local_rndv(dsc);
 		if (status == -EINPROGRESS)
 			return;
 		if (status == SL_ERR_NO_ENDPOINT)
 			d->ctr.no_endpoint++;
-		engine_complete(q, SL_OP_SEND, dst, sqe->tag, sqe->len, sqe->user_ctx, status);
+		queue_complete(dsc, status, NULL);
 		return;
 	}
-	if (dst.node == SL_NODE_LOCAL || dst.node == self) {
-		dst.node = self;
-		status = engine_deliver(d, (sl_addr_t){ self, q->port }, q->uid, dst.port,
-					sqe->tag, q->arena + sqe->addr, sqe->len);
+	if (dsc->peer.node == d->cfg.node_id) {
+		status = engine_deliver(d, (sl_addr_t){ d->cfg.node_id, q->port }, q->uid,
+					dsc->peer.port, dsc->tag, q->arena + dsc->addr, dsc->len);
 		if (status == SL_OK)
 			d->ctr.local_msgs++;
 		else if (status == SL_ERR_NO_ENDPOINT)
 			d->ctr.no_endpoint++;
-		engine_complete(q, SL_OP_SEND, dst, sqe->tag, sqe->len, sqe->user_ctx,
-				status);
+		queue_complete(dsc, status, NULL);
 		return;
 	}
-	l = link_find(d, dst.node);
+	l = link_find(d, dsc->peer.node);
 	if (!l) {
-		note_unknown_node(d, dst.node);
+		note_unknown_node(d, dsc->peer.node);
 		status = SL_ERR_UNKNOWN_NODE;
-	} else if ((rc = link_send(l, q, sqe)) < 0) {
+	} else if ((rc = link_send(l, dsc)) < 0) {
 		status = rc == -EHOSTDOWN ? SL_ERR_PEER_DOWN : SL_NAK_BUSY;
 	} else {
 		return;	/* completes when the peer acknowledges */
 	}
-	engine_complete(q, SL_OP_SEND, dst, sqe->tag, sqe->len, sqe->user_ctx, status);
+	queue_complete(dsc, status, NULL);
 }
 
-void engine_submit(struct queue *q, const struct sl_sqe *sqe)
+void engine_submit(struct desc *dsc)
 {
-	if (sqe->opcode == SL_SQE_OP_RECV)
-		submit_recv(q, sqe);
+	struct daemon *d = dsc->q->d;
+	int status;
+
+	/* Messages and completions carry real node ids, refused ones too. */
+	if (dsc->peer.node == SL_NODE_LOCAL)
+		dsc->peer.node = d->cfg.node_id;
+	status = engine_validate(dsc);
+	/* Stopping (service.h): nothing new starts, it ends at once. */
+	if (status == SL_OK && d->draining)
+		status = SL_ERR_CANCELED;
+	if (status == SL_OK && dsc->q->failed)
+		status = dsc->q->failed;	/* engine_fail_queue() */
+	if (status != SL_OK) {
+		if (status == SL_ERR_INVALID)
+			d->ctr.invalid++;
+		queue_complete(dsc, status, NULL);
+		return;
+	}
+	if (dsc->opcode == SL_OP_RECV)
+		submit_recv(dsc);
 	else
-		submit_send(q, sqe);
+		submit_send(dsc);
 }
+
+void engine_close_queue(struct queue *q)
+{
+	struct daemon *d = q->d;
+	struct match_msg *m;
+
+	if (q->dead)
+		return;
+	queue_kill(q);
+	while ((m = match_pop_unexpected(&q->mq)))
+		engine_drop_unexpected(q, m);
+	engine_cancel_local_rndv(d, q);
+	copy_end_queue(d, q, SL_ERR_CANCELED);	/* discarded: the queue is dead */
+	link_cancel_queue(d, q);
+	/* Idle registrations go now, held ones at their last put, before
+	 * the segment can be unmapped (operations hold queue references). */
+	if (rcache_drop_owner(d->rc, q->id) < 0)
+		log_warn("queue %u: not known to the registration cache", q->id);
+	queue_put(q);
+}
+
+/* At most one engine_fail_queue() line per this many seconds. */
+#define FAIL_LOG_PERIOD_S 1.0
+
+void engine_fail_queue(struct queue *q, int status, const char *why)
+{
+	static ev_tstamp logged_at = -FAIL_LOG_PERIOD_S;
+	static unsigned unlogged;
+	struct daemon *d = q->d;
+	ev_tstamp now = ev_now(d->loop);
+	struct match_msg *m;
+
+	if (q->dead || q->failed)
+		return;
+	q->failed = status;
+	if (now - logged_at >= FAIL_LOG_PERIOD_S) {
+		log_warn("client pid %d: queue %u (port %u) failed: %s; its descriptors complete "
+			 "%s (%u more queues failed unlogged)", q->owner ? (int)q->owner->pid : -1,
+			 q->id, q->port, why, sl_strerror(status), unlogged);
+		logged_at = now;
+		unlogged = 0;
+	} else {
+		unlogged++;
+	}
+	copy_end_queue(d, q, status);
+	engine_fail_local_rndv(d, q, status);
+	queue_end_receives(q, status);
+	/* Nothing will receive these: their senders hear it, as at a close;
+	 * new messages find no endpoint. */
+	while ((m = match_pop_unexpected(&q->mq)))
+		engine_drop_unexpected(q, m);
+}
+
+const struct link_handlers engine_link_handlers = {
+	.deliver = engine_deliver,
+	.deliver_rts = engine_deliver_rts,
+	.repost = engine_repost,
+	.drop_rndv_from = engine_drop_rndv_from,
+	.fail_recvs_from = engine_fail_recvs_from,
+};

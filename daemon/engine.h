@@ -8,21 +8,49 @@
 
 #include <stdint.h>
 
+#include "desc.h"
 #include "match.h"
 #include "sluice.h"
 
 struct daemon;
 struct queue;
-struct sl_sqe;
 
 /*
- * engine_validate - check a copied SQE against its queue.
- * Returns SL_OK or SL_ERR_INVALID.
+ * engine_validate - check descriptor @dsc, as queue_drain() took it,
+ * against its queue: opcode, flags and reserved fields, arena bounds,
+ * addresses.  Returns SL_OK or SL_ERR_INVALID.
  */
-int engine_validate(const struct queue *q, const struct sl_sqe *sqe);
+int engine_validate(const struct desc *dsc);
 
-/* Carry out a validated SQE; always leads to exactly one completion. */
-void engine_submit(struct queue *q, const struct sl_sqe *sqe);
+/*
+ * engine_submit - carry out descriptor @dsc of dsc->q (queue_drain()
+ * took it and counts it in flight): validated, refused at once while the
+ * daemon drains or when its queue has failed, else matched, delivered,
+ * or handed to a link.  Always leads to exactly one queue_complete().
+ */
+void engine_submit(struct desc *dsc);
+
+/*
+ * engine_close_queue - @q's owner closed it or died: queue_kill(), then
+ * what refers to it is unwound: its unexpected messages (their senders
+ * told), its local rendezvous sends and copies, its frames and
+ * rendezvous on links, its registrations; then the owner's reference
+ * goes.  Nothing when @q is dead already.
+ */
+void engine_close_queue(struct queue *q);
+
+/*
+ * engine_fail_queue - the client of @q made the daemon's work on it
+ * impossible (copy.h: it removed the pages under a copy again and
+ * again).  The queue stays open but has failed: its local copies under
+ * way, its local rendezvous sends still waiting for a receive and its
+ * posted receives complete @status now, and every descriptor it posts
+ * from now on completes @status at once; the other side of an ended copy
+ * gets SL_ERR_NO_ENDPOINT.  Work of it already on a link finishes as it
+ * would.  One log line with @why (rate-limited across queues).  Nothing
+ * when @q is dead or failed already.
+ */
+void engine_fail_queue(struct queue *q, int status, const char *why);
 
 /*
  * engine_deliver - a message for local port @dst_port from @src: an
@@ -87,16 +115,11 @@ void engine_fail_recvs_from(struct daemon *d, uint32_t node, int status);
 void engine_cancel_local_rndv(struct daemon *d, struct queue *q);
 
 /* engine_cancel_local_rndv() with @status instead: @q has failed
- * (queue_fail). */
+ * (engine_fail_queue). */
 void engine_fail_local_rndv(struct daemon *d, struct queue *q, int status);
 
-/* engine_complete() of a receive of @q that names its local sender's uid
- * (struct sl_cqe.sender_uid): a message moved by copy.c. */
-void engine_complete_recv_from(struct queue *q, sl_addr_t src, uint32_t sender_uid, uint64_t tag,
-			       uint64_t len, uint64_t user_ctx, int status);
-
-/* Write the completion of one accepted descriptor of @q. */
-void engine_complete(struct queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
-		     uint64_t len, uint64_t user_ctx, int status);
+/* What the links hand up to the engine (link.h): deliver,
+ * deliver_rts, repost, drop_rndv_from, fail_recvs_from above. */
+extern const struct link_handlers engine_link_handlers;
 
 #endif

@@ -18,12 +18,13 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "engine.h"
 #include "link.h"
 #include "link_auth.h"
 #include "link_diag.h"
+#include "link_table.h"
 #include "log.h"
 #include "queue.h"
+#include "wake.h"
 
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
@@ -55,6 +56,12 @@
 #define peer_warn(l, ...) log_limited(&(l)->peer_log, LOG_LVL_WARN, __VA_ARGS__)
 #define peer_info(l, ...) log_limited(&(l)->peer_log, LOG_LVL_INFO, __VA_ARGS__)
 
+/* The layer above (link_setup_all). */
+static const struct link_handlers *l_up(const struct link *l)
+{
+	return l->d->link_handlers;
+}
+
 const char *link_state_name(enum link_state s)
 {
 	switch (s) {
@@ -64,16 +71,6 @@ const char *link_state_name(enum link_state s)
 	case LINK_UP: return "up";
 	}
 	return "?";
-}
-
-struct link *link_find(struct daemon *d, uint32_t node_id)
-{
-	size_t i;
-
-	for (i = 0; i < d->n_links; i++)
-		if (d->links[i]->node_id == node_id)
-			return d->links[i];
-	return NULL;
 }
 
 /* ---- who owns a frame ---- */
@@ -172,10 +169,10 @@ static bool send_try_finish(struct link *l, struct link_frame *f)
 	}
 	if (f->status == SL_OK) {
 		l->msgs_tx++;
-		l->bytes_tx += f->len;
+		l->bytes_tx += f->desc.len;
 	}
-	engine_complete(f->q, SL_OP_SEND, f->dst, f->tag, f->len, f->user_ctx, f->status);
-	queue_put(f->q);
+	queue_complete(&f->desc, f->status, NULL);
+	queue_put(f->desc.q);
 	free(f);
 	return true;
 }
@@ -542,7 +539,7 @@ static uint64_t eager_limit(const struct link *l)
 static int post_send_frame(struct link *l, struct link_frame *f)
 {
 	/* A frame sent again keeps its kind: the peer is the same one. */
-	bool rndv = f->type == SL_WIRE_RTS || f->len > eager_limit(l);
+	bool rndv = f->type == SL_WIRE_RTS || f->desc.len > eager_limit(l);
 	struct sl_wire_frame wf = { .type = rndv ? SL_WIRE_RTS : SL_WIRE_EAGER };
 	const void *payload = NULL;
 	int rc;
@@ -551,21 +548,21 @@ static int post_send_frame(struct link *l, struct link_frame *f)
 	if (rndv) {
 		if (!f->send_id)
 			f->send_id = ++l->next_send_id;
-		wf.u.rts.src_port = f->src_port;
-		wf.u.rts.dst_port = f->dst.port;
-		wf.u.rts.dst_node = f->dst.node;
-		wf.u.rts.sender_uid = (uint32_t)f->q->uid;
-		wf.u.rts.tag = f->tag;
-		wf.u.rts.msg_len = f->len;
+		wf.u.rts.src_port = f->desc.q->port;
+		wf.u.rts.dst_port = f->desc.peer.port;
+		wf.u.rts.dst_node = f->desc.peer.node;
+		wf.u.rts.sender_uid = (uint32_t)f->desc.q->uid;
+		wf.u.rts.tag = f->desc.tag;
+		wf.u.rts.msg_len = f->desc.len;
 		wf.u.rts.send_id = f->send_id;
 	} else {
-		wf.payload_len = (uint32_t)f->len;
-		wf.u.eager.src_port = f->src_port;
-		wf.u.eager.dst_port = f->dst.port;
-		wf.u.eager.dst_node = f->dst.node;
-		wf.u.eager.sender_uid = (uint32_t)f->q->uid;
-		wf.u.eager.tag = f->tag;
-		payload = f->q->arena + f->addr;
+		wf.payload_len = (uint32_t)f->desc.len;
+		wf.u.eager.src_port = f->desc.q->port;
+		wf.u.eager.dst_port = f->desc.peer.port;
+		wf.u.eager.dst_node = f->desc.peer.node;
+		wf.u.eager.sender_uid = (uint32_t)f->desc.q->uid;
+		wf.u.eager.tag = f->desc.tag;
+		payload = f->desc.q->arena + f->desc.addr;
 	}
 	rc = post_frame(l, &wf, payload, (uintptr_t)f);
 	if (rc == -ENOMEM)
@@ -599,7 +596,7 @@ static int post_write_segment(struct link *l, struct link_frame *f)
 	bool last = f->w_off + seg == f->wlen;
 	struct xport_write_wr wr = {
 		.wr_id = (uintptr_t)f | 1,
-		.laddr = f->q->arena + f->addr + f->w_off,
+		.laddr = f->desc.q->arena + f->desc.addr + f->w_off,
 		.lkey = f->mr ? f->mr->lkey : 0,
 		.len = seg,
 		.raddr = f->raddr + f->w_off,
@@ -725,7 +722,7 @@ void link_cancel_queue(struct daemon *d, struct queue *q)
 		 * reservation and its reference. */
 		for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
 			next = TAILQ_NEXT(f, link);
-			if (is_send(f) && f->q == q)
+			if (is_send(f) && f->desc.q == q)
 				send_decide(l, f, SL_ERR_CANCELED);
 		}
 		/* Rendezvous no receiver has answered yet would hold the
@@ -733,14 +730,15 @@ void link_cancel_queue(struct daemon *d, struct queue *q)
 		 * that gives the receive back. */
 		for (f = TAILQ_FIRST(&l->rndv_tx); f; f = next) {
 			next = TAILQ_NEXT(f, rlink);
-			if (f->q == q && f->recv_id == 0)
+			if (f->desc.q == q && f->recv_id == 0)
 				send_decide(l, f, SL_ERR_CANCELED);
 		}
 	}
 }
 
-int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
+int link_send(struct link *l, const struct desc *dsc)
 {
+	struct queue *q = dsc->q;
 	struct link_frame *f;
 
 	if (l->timed_out)
@@ -753,13 +751,7 @@ int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe)
 	if (!f)
 		return -ENOMEM;
 	f->type = SL_WIRE_EAGER;	/* or RTS, decided when posted */
-	f->q = q;
-	f->src_port = q->port;
-	f->dst = sqe->peer;
-	f->tag = sqe->tag;
-	f->addr = sqe->addr;
-	f->len = sqe->len;
-	f->user_ctx = sqe->user_ctx;
+	f->desc = *dsc;
 	f->status = SL_OK;
 	queue_get(q);
 	f->where = FL_BACKLOG;
@@ -794,7 +786,7 @@ static struct link_frame *queue_ctl(struct link *l, uint8_t type)
 		TAILQ_INSERT_TAIL(&l->backlog, f, link);
 	l->n_backlog++;
 	l->n_ctl++;
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 	return f;
 }
 
@@ -914,7 +906,7 @@ static void start_writes(struct link *l, struct link_frame *f)
 	f->in_writes = true;
 	TAILQ_INSERT_TAIL(&l->writes, f, wlink);
 	l->n_writes++;
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 }
 
 /* The source registration failed or could not be had in time: the
@@ -936,7 +928,7 @@ static void send_reg_failed(struct link *l, struct link_frame *f, int err)
 static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 {
 	struct link_frame *f = arg;
-	struct link *l = link_find(f->q->d, f->dst.node);
+	struct link *l = link_find(f->desc.q->d, f->desc.peer.node);
 
 	f->reg_waiting = false;
 	if (err) {
@@ -946,7 +938,7 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 		send_set_status(l, f, status);
 		f->in_reap = true;
 		TAILQ_INSERT_TAIL(&l->reap, f, wlink);
-		daemon_kick(l->d);
+		daemon_wake(l->d);
 		return;
 	}
 	f->mr = mr;
@@ -1035,10 +1027,10 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 			start_writes(l, f);
 		return 0;	/* or when its registration comes */
 	}
-	if (wf->u.rtr.len > f->len || wf->u.rtr.offset) {
+	if (wf->u.rtr.len > f->desc.len || wf->u.rtr.offset) {
 		peer_warn(l, "link %s: first RTR asks %llu bytes from %u of a %llu-byte message",
 			  l->peer->name, (unsigned long long)wf->u.rtr.len, wf->u.rtr.offset,
-			  (unsigned long long)f->len);
+			  (unsigned long long)f->desc.len);
 		return -EPROTO;
 	}
 	if (!frame_move(l, f, OWN(FO_WIRE), FO_RNDV))
@@ -1052,7 +1044,7 @@ static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
 		return 0;
 	}
 	rcache_req_init(&f->req, send_reg_done, f);
-	rc = rcache_get(d->rc, f->q->id, f->addr, f->wlen, ev_now(d->loop), &f->req, &f->mr);
+	rc = rcache_get(d->rc, f->desc.q->id, f->desc.addr, f->wlen, ev_now(d->loop), &f->req, &f->mr);
 	if (rc == 0) {
 		start_writes(l, f);
 	} else if (rc == -EINPROGRESS) {
@@ -1108,7 +1100,7 @@ static void rndv_recv_revoke(struct rndv_recv *rr)
 		l->d->xp->ops->revoke(l->conn, rr->grant_rkey);
 		/* An RTR refused for want of a grant may go now. */
 		if (l->n_backlog)
-			daemon_kick(l->d);
+			daemon_wake(l->d);
 	}
 	rr->grant_rkey = 0;
 }
@@ -1141,8 +1133,9 @@ static void rndv_recv_complete(struct rndv_recv *rr)
 	rr->l->rndv_rx_done++;
 	rr->l->msgs_rx++;
 	rr->l->bytes_rx += rr->wlen;
-	engine_complete_recv_from(rr->q, rr->src, rr->sender_uid, rr->tag, rr->msg_len,
-				  r->user_ctx, rr->msg_len <= r->capacity ? SL_OK : SL_ERR_TRUNCATED);
+	queue_complete(&r->desc, rr->msg_len <= r->desc.len ? SL_OK : SL_ERR_TRUNCATED,
+		       &(struct desc_msg){ .src = rr->src, .sender_uid = rr->sender_uid,
+					   .tag = rr->tag, .len = rr->msg_len });
 	rndv_recv_free(rr);
 	free(r);
 }
@@ -1190,14 +1183,14 @@ static void rndv_recv_giveback(struct rndv_recv *rr, int status)
 		status = SL_ERR_CANCELED;	/* whatever failed, we are going */
 	if (overtaken) {
 		rr->l->rndv_rx_failed++;
-		engine_complete(q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, r->user_ctx,
-				status);
+		queue_complete(&r->desc, status, &(struct desc_msg){ .src = rr->src,
+				.sender_uid = SL_UID_UNKNOWN, .tag = rr->tag, .len = rr->msg_len });
 	}
 	rndv_recv_free(rr);
 	if (overtaken)
 		free(r);
 	else
-		engine_repost(q, r);
+		l_up(rr->l)->repost(q, r);
 	queue_put(q);
 }
 
@@ -1211,7 +1204,7 @@ static int giveback_status(uint32_t fin_status)
 /* Where the data of @rr goes, in the transport's terms (the RTR's raddr). */
 static uint64_t rndv_recv_raddr(const struct rndv_recv *rr)
 {
-	return rr->mr ? (uintptr_t)(rr->q->arena + rr->r->addr) : 0;
+	return rr->mr ? (uintptr_t)(rr->q->arena + rr->r->desc.addr) : 0;
 }
 
 /* (Again, after a reconnect: for what is not in place yet.)  Its key is
@@ -1274,7 +1267,7 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 	rr->sender_uid = sender_uid;
 	rr->tag = tag;
 	rr->msg_len = msg_len;
-	rr->wlen = msg_len < r->capacity ? msg_len : r->capacity;
+	rr->wlen = msg_len < r->desc.len ? msg_len : r->desc.len;
 	rr->send_id = send_id;
 	if (++l->next_recv_id == 0)
 		l->next_recv_id = 1;
@@ -1288,7 +1281,7 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 		return true;
 	}
 	rcache_req_init(&rr->req, recv_reg_done, rr);
-	rc = rcache_get(d->rc, q->id, r->addr, rr->wlen, ev_now(d->loop), &rr->req, &rr->mr);
+	rc = rcache_get(d->rc, q->id, r->desc.addr, rr->wlen, ev_now(d->loop), &rr->req, &rr->mr);
 	if (rc == 0) {
 		rndv_send_rtr(rr);
 		return true;
@@ -1307,7 +1300,8 @@ bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *
 	/* No retry would register that much here: back in its place the
 	 * receive would fail every such message without its owner knowing. */
 	l->rndv_rx_failed++;
-	engine_complete(q, SL_OP_RECV, src, tag, msg_len, r->user_ctx, status);
+	queue_complete(&r->desc, status, &(struct desc_msg){ .src = src,
+			.sender_uid = SL_UID_UNKNOWN, .tag = tag, .len = msg_len });
 	free(r);
 	return true;
 }
@@ -1331,7 +1325,7 @@ static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
 		rndv_recv_complete(rr);
 	else
 		rndv_recv_giveback(rr, giveback_status(status));
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 	return 0;
 }
 
@@ -1435,8 +1429,8 @@ static void rndv_recv_fail(struct rndv_recv *rr, int status)
 	rndv_recv_revoke(rr);
 	if (rr->aborted)
 		return;
-	engine_complete(rr->q, SL_OP_RECV, rr->src, rr->tag, rr->msg_len, rr->r->user_ctx,
-			status);
+	queue_complete(&rr->r->desc, status, &(struct desc_msg){ .src = rr->src,
+			.sender_uid = SL_UID_UNKNOWN, .tag = rr->tag, .len = rr->msg_len });
 	rndv_recv_abort(rr, status);
 }
 
@@ -1502,7 +1496,7 @@ static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl
 		next = TAILQ_NEXT(f, rlink);
 		send_decide(l, f, status);
 	}
-	engine_drop_rndv_from(d, l->node_id, status, tell);
+	l_up(l)->drop_rndv_from(d, l->node_id, status, tell);
 	while ((rr = TAILQ_FIRST(&l->rndv_rx))) {
 		if (rr->aborted) {
 			/* Its abort stays queued for the peer (or goes with a
@@ -1822,7 +1816,7 @@ static void link_timed_out(struct link *l, bool bye)
 		link_diag_never_dialed(l);
 	/* After a BYE the incarnation is over: nothing to tell it later. */
 	fail_everything(l, SL_ERR_PEER_DOWN, !bye, bye);
-	engine_fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
+	l_up(l)->fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
 }
 
 static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -2109,7 +2103,7 @@ static void link_up(struct link *l)
 		ack_timer_start(l);
 	peer_info(l, "link %s: up (%s, incarnation %016llx)", l->peer->name,
 		  l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 }
 
 static void nudge_connected(struct link *l, struct xport_conn *c, int err);
@@ -2161,7 +2155,7 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	/* An SQ slot is free: whatever waits for one may move next pass
 	 * (any release re-drives the deferred work; Open MPI issue 92). */
 	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
-		daemon_kick(l->d);
+		daemon_wake(l->d);
 	if (!f)
 		return;	/* a control frame */
 	f->wrs--;
@@ -2257,7 +2251,7 @@ static int process_eager(struct link *l, const struct sl_wire_frame *wf,
 	} else if (wf->payload_len > d->cfg.eager_max) {
 		status = SL_ERR_INVALID;
 	} else {
-		status = engine_deliver(d, (sl_addr_t){ l->node_id, wf->u.eager.src_port },
+		status = l_up(l)->deliver(d, (sl_addr_t){ l->node_id, wf->u.eager.src_port },
 					link_auth_sender_uid(l, wf->u.eager.sender_uid),
 					wf->u.eager.dst_port, wf->u.eager.tag, payload,
 					wf->payload_len);
@@ -2280,7 +2274,7 @@ static int process_rts(struct link *l, const struct sl_wire_frame *wf)
 	if (wf->u.rts.dst_node != d->cfg.node_id)
 		status = SL_ERR_NO_ENDPOINT;
 	else
-		status = engine_deliver_rts(d, (sl_addr_t){ l->node_id, wf->u.rts.src_port },
+		status = l_up(l)->deliver_rts(d, (sl_addr_t){ l->node_id, wf->u.rts.src_port },
 					    link_auth_sender_uid(l, wf->u.rts.sender_uid),
 					    wf->u.rts.dst_port, wf->u.rts.tag,
 					    wf->u.rts.msg_len, wf->u.rts.send_id);
@@ -2449,7 +2443,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 acked:
 	if (rc == 0)
 		rc = process_ack(l, wf->ack);
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 	return rc;
 }
 
@@ -2511,7 +2505,7 @@ static int up_write_refused(struct xport_conn *c, void *ctx, uint32_t rkey, bool
 		rndv_recv_fail(rr, SL_ERR_ACCESS);
 		rndv_recv_free(rr);
 	}
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 	return 0;
 }
 
@@ -2555,13 +2549,14 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	daemon_kick(l->d);
+	daemon_wake(l->d);
 }
 
-int link_setup_all(struct daemon *d)
+int link_setup_all(struct daemon *d, const struct link_handlers *up)
 {
 	size_t i;
 
+	d->link_handlers = up;
 	d->links = calloc(d->cfg.n_peers ? d->cfg.n_peers : 1, sizeof(*d->links));
 	if (!d->links)
 		return -ENOMEM;

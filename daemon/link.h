@@ -77,6 +77,8 @@
 #include <ev.h>
 
 #include "config.h"
+#include "desc.h"
+#include "link_table.h"
 #include "log.h"
 #include "match.h"
 #include "queue.h"
@@ -138,14 +140,9 @@ struct link_frame {
 				 * its RTR; it writes again only on a new one */
 	uint32_t wrs;		/* posted WRs naming this frame */
 	uint64_t seq;		/* sequence number once posted */
-	/* Sends: the originating descriptor, holding a queue ref. */
-	struct queue *q;
-	uint32_t src_port;
-	sl_addr_t dst;
-	uint64_t tag;
-	uint64_t addr;		/* arena offset */
-	uint64_t len;		/* bytes */
-	uint64_t user_ctx;
+	/* Sends: the originating descriptor, holding a reference on its
+	 * queue (desc.q; sent from its port). */
+	struct desc desc;
 	int32_t status;		/* completion status once decided */
 	/* Rendezvous send state. */
 	uint64_t send_id;
@@ -341,21 +338,51 @@ struct link {
  */
 #define LINK_TX_BUDGET (2u * LINK_WRITE_SEGMENT)
 
-/* Create the links for every configured peer.  Returns 0 or -errno. */
-int link_setup_all(struct daemon *d);
+/*
+ * What a link hands to the layer above it: the messages and rendezvous
+ * headers that arrive, and the receives and unexpected messages its
+ * failures end.  The link calls only through this table, as the
+ * transport calls the link only through struct xport_upcalls, so that no
+ * function above the link is named in link.c.  The engine installs its
+ * table (engine_link_handlers) with link_setup_all().
+ */
+struct link_handlers {
+	/* An EAGER frame's message from @src for local port @dst_port;
+	 * @sender_uid is what link_auth_sender_uid() made of the frame's.
+	 * The payload is copied before return.  Returns SL_OK, or the
+	 * status the frame is NAKed with (SL_ERR_NO_ENDPOINT,
+	 * SL_NAK_RECEIVER_FULL, SL_NAK_BUSY). */
+	int (*deliver)(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
+		       uint64_t tag, const void *data, uint64_t len);
+	/* An RTS from @src for @dst_port: a @msg_len-byte message waiting
+	 * at the sender as rendezvous @send_id.  Returns as deliver(). */
+	int (*deliver_rts)(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
+			   uint32_t dst_port, uint64_t tag, uint64_t msg_len, uint64_t send_id);
+	/* Receive @r of @q, taken by a rendezvous that failed before any
+	 * data moved, goes back among the posted receives. */
+	void (*repost)(struct queue *q, struct match_recv *r);
+	/* The unexpected rendezvous headers from @node go (@status; @tell:
+	 * each sender hears it). */
+	void (*drop_rndv_from)(struct daemon *d, uint32_t node, int status, bool tell);
+	/* The posted receives naming @node as their source complete
+	 * @status: it timed out. */
+	void (*fail_recvs_from)(struct daemon *d, uint32_t node, int status);
+};
+
+/* Create the links for every configured peer, handing up through @up
+ * (kept; static storage).  Returns 0 or -errno. */
+int link_setup_all(struct daemon *d, const struct link_handlers *up);
 void link_teardown_all(struct daemon *d);
 
-/* The link to @node_id, or NULL when the node is not configured. */
-struct link *link_find(struct daemon *d, uint32_t node_id);
 
 /*
- * link_send - send a validated SEND descriptor of @q to the peer.
- * Takes a reference on @q until the descriptor completes.  Returns 0,
+ * link_send - send validated send descriptor @dsc to the peer.
+ * Takes a reference on its queue until the descriptor completes.  Returns 0,
  * -EHOSTDOWN when the link has been down past peer_timeout_ms (caller
  * completes SL_ERR_PEER_DOWN), -ENOBUFS when link_backlog_max sends
  * already wait, or -ENOMEM (caller completes SL_NAK_BUSY for both).
  */
-int link_send(struct link *l, struct queue *q, const struct sl_sqe *sqe);
+int link_send(struct link *l, const struct desc *dsc);
 
 /* A queue was closed: drop its sends that have not reached the transport
  * (those that have complete normally, discarded), and end the rendezvous

@@ -204,21 +204,6 @@ int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err,
 	return 0;
 }
 
-void link_auth_host_of(const char *name, char *buf, size_t len)
-{
-	const char *colon = strrchr(name, ':');
-	size_t n = colon ? (size_t)(colon - name) : strlen(name);
-
-	if (n > 7 && strncmp(name, "::ffff:", 7) == 0 && memchr(name + 7, '.', n - 7)) {
-		name += 7;
-		n -= 7;
-	}
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, name, n);
-	buf[n] = '\0';
-}
-
 static void resolve_peer(struct auth_peer *ap, const struct peer_conf *pc)
 {
 	struct addrinfo *res, *ai;
@@ -232,7 +217,7 @@ static void resolve_peer(struct auth_peer *ap, const struct peer_conf *pc)
 	}
 	for (ai = res; ai && ap->n_addrs < AUTH_ADDRS_MAX; ai = ai->ai_next) {
 		xport_addr_name(ai->ai_addr, name, sizeof(name));
-		link_auth_host_of(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
+		xport_addr_host(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
 		ap->n_addrs++;
 	}
 	freeaddrinfo(res);
@@ -246,7 +231,7 @@ static bool address_ok(const struct link *l, const struct xport_conn *c)
 
 	if (!ap)
 		return false;
-	link_auth_host_of(l->d->xp->ops->peer_name(c), host, sizeof(host));
+	xport_addr_host(l->d->xp->ops->peer_name(c), host, sizeof(host));
 	for (unsigned i = 0; i < ap->n_addrs; i++)
 		if (strcmp(ap->addrs[i], host) == 0)
 			return true;

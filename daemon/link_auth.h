@@ -106,10 +106,6 @@ int link_auth_dial_recv(struct link *l, const struct sl_wire_frame *wf, const ui
 bool link_auth_dial_hello_ok(struct link *l, const struct sl_wire_frame *wf);
 void link_auth_dial_closed(struct link *l, int err);
 
-/* The numeric host of @name ("host:port" as xport_addr_name writes it)
- * into @buf (@len bytes), an IPv4-mapped IPv6 address as IPv4. */
-void link_auth_host_of(const char *name, char *buf, size_t len);
-
 /* How @l's current connection proved itself, for sluicectl links:
  * "key", "address", or "-" while the link is not up. */
 const char *link_auth_how(const struct link *l);

@@ -14,6 +14,7 @@
 #include "link_diag.h"
 #include "log.h"
 #include "rate_log.h"
+#include "xport/addr.h"
 #include "xport/xport.h"
 
 /* (peer node, reason) pairs whose lines are rate-limited apart; beyond
@@ -159,7 +160,7 @@ void link_diag_accept_refused(struct daemon *d, struct xport_conn *c,
 	uint64_t n;
 
 	if (diag_due(w->node_id, reason, &n)) {
-		link_auth_host_of(conn, host, sizeof(host));
+		xport_addr_host(conn, host, sizeof(host));
 		if (w->listen_port)
 			snprintf(port, sizeof(port), "%u", w->listen_port);
 		else
@@ -331,7 +332,7 @@ void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t no
 
 	if (!diag_due(node_id, SL_WIRE_BYE_UNKNOWN_NODE, &n))
 		return;
-	link_auth_host_of(d->xp->ops->peer_name(c), host, sizeof(host));
+	xport_addr_host(d->xp->ops->peer_name(c), host, sizeof(host));
 	log_warn("link: %s refused: node %08x says it started and waits for this node to dial "
 		 "it, but it is not under [peers] of this node (%s); add \"<its name> = "
 		 "%s:<its listen port>\" under [peers] in %s's configuration, or remove %s from "

@@ -402,7 +402,7 @@ static void daemon_teardown(struct daemon *d)
 	engine_cancel_local_rndv(d, NULL);
 	copy_cancel_all(d);
 	TAILQ_FOREACH(q, &d->queues, all)
-		queue_cancel_receives(q);
+		queue_end_receives(q, SL_ERR_CANCELED);
 	daemon_flush_cq_wakeups(d);
 	while ((s = TAILQ_FIRST(&d->sessions)))
 		session_destroy(s);
@@ -503,7 +503,7 @@ int main(int argc, char **argv)
 	rc = link_auth_init(d);
 	if (rc)
 		goto out;
-	rc = link_setup_all(d);
+	rc = link_setup_all(d, &engine_link_handlers);
 	if (rc) {
 		log_err("links: %s", strerror(-rc));
 		goto out;

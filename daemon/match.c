@@ -15,11 +15,11 @@ void match_init(struct match_queues *mq)
 
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
 {
-	if (r->src.node != SL_NODE_ANY && r->src.node != src.node)
+	if (r->desc.peer.node != SL_NODE_ANY && r->desc.peer.node != src.node)
 		return false;
-	if (r->src.port != SL_PORT_ANY && r->src.port != src.port)
+	if (r->desc.peer.port != SL_PORT_ANY && r->desc.peer.port != src.port)
 		return false;
-	return ((tag ^ r->tag) & r->tag_mask) == 0;
+	return ((tag ^ r->desc.tag) & r->desc.tag_mask) == 0;
 }
 
 void match_remove_unexpected(struct match_queues *mq, struct match_msg *m)

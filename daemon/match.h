@@ -19,17 +19,15 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "desc.h"
 #include "sluice.h"
 
+/* A posted receive: its descriptor (desc.h), whose peer, tag and
+ * tag_mask are the filter (SL_NODE_ANY / SL_PORT_ANY allowed) and whose
+ * addr and len (the capacity) say where the data goes. */
 struct match_recv {
 	TAILQ_ENTRY(match_recv) link;
-	sl_addr_t src;		/* filter; SL_NODE_ANY / SL_PORT_ANY allowed */
-	uint64_t tag;
-	uint64_t tag_mask;
-	/* Owned by the caller (the engine): where the data goes. */
-	uint64_t addr;		/* arena offset */
-	uint64_t capacity;	/* bytes */
-	uint64_t user_ctx;
+	struct desc desc;
 	uint64_t post_seq;	/* set by match_post_recv: posting order */
 };
 

@@ -53,7 +53,7 @@ void mem_link_usage(const struct link *l, struct mem_link *m)
 	TAILQ_FOREACH(f, &l->unacked, link) {
 		m->retransmit_frames++;
 		if (f->type == SL_WIRE_EAGER)
-			m->retransmit_bytes += f->len;
+			m->retransmit_bytes += f->desc.len;
 	}
 }
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
+#include "wake.h"
 
 static struct queue *queue_by_id(struct daemon *d, uint32_t id)
 {
@@ -56,7 +57,7 @@ static void expire_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (n)
 		log_debug("rcache: %zu registrations waited too long", n);
 	daemon_rcache_arm(d);
-	daemon_kick(d);
+	daemon_wake(d);
 }
 
 void daemon_rcache_arm(struct daemon *d)

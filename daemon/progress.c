@@ -15,12 +15,14 @@
 
 #include "copy.h"
 #include "daemon.h"
+#include "engine.h"
 #include "link.h"
 #include "log.h"
 #include "progress.h"
 #include "queue.h"
 #include "session.h"
 #include "sl_barrier.h"
+#include "wake.h"
 
 /* Passes before libev polls fds again or the spin yields.  Measured on 2
  * cores: 1 costs intra-node latency (~2 µs instead of ~1), 32 and more
@@ -51,7 +53,8 @@ unsigned daemon_progress(struct daemon *d)
 		work += d->xp->ops->poll(d->xp);
 
 	TAILQ_FOREACH(q, &d->queues, all) {
-		int rc = queue_drain(q, PASS_BUDGET);
+		struct desc taken[PASS_BUDGET];
+		int i, rc = queue_drain(q, taken, PASS_BUDGET);
 
 		if (rc < 0) {
 			/* Drop the client after the walk: its queues may sit
@@ -62,6 +65,8 @@ unsigned daemon_progress(struct daemon *d)
 				 bad ? (int)bad->pid : -1, q->id);
 			break;
 		}
+		for (i = 0; i < rc; i++)
+			engine_submit(&taken[i]);
 		work += (unsigned)rc;
 	}
 	if (bad)
@@ -71,36 +76,13 @@ unsigned daemon_progress(struct daemon *d)
 	return work;
 }
 
-/* Wake every sleeping queue: while the engine spins, clients must not pay
- * for doorbells. */
-static void wake_all(struct daemon *d)
-{
-	struct queue *q;
-
-	TAILQ_FOREACH(q, &d->queues, all)
-		if (q->sleeping)
-			queue_wake(q);
-}
-
-void daemon_kick(struct daemon *d)
-{
-	/* Also while the engine runs: try_sleep must not stop it after a
-	 * kick that came from its own flush. */
-	d->kicked = true;
-	if (ev_is_active(&d->progress_w))
-		return;
-	wake_all(d);
-	d->last_work = ev_time();
-	ev_idle_start(d->loop, &d->progress_w);
-}
-
 /*
  * Announce sleep everywhere; false (and everyone awake) if work arrived.
  * Delayed ACKs go out first: nothing else would send them.  Data posted
  * here is work too, and so is a kick from the flush itself: the tcp
  * transport completes what it wrote inside the flush, which frees the
  * link's budget (up_send_done kicks), and no later event would say so.
- * daemon_kick() cannot restart a watcher that is still active, so it
+ * daemon_wake() cannot restart a watcher that is still active, so it
  * leaves d->kicked.  Before that, the engine slept with data and budget
  * both there, and a 4 KiB message waited 100-360 ms for the next frame
  * from the peer to wake it (scripts/hol).  link_any_can_post() checks the
@@ -119,15 +101,15 @@ static bool try_sleep(struct daemon *d)
 
 	TAILQ_FOREACH(q, &d->queues, all) {
 		if (queue_prepare_sleep(q)) {
-			wake_all(d);
+			wake_all_sleepers(d);
 			return false;
 		}
 	}
 	if (link_any_can_post(d)) {
 		if (d->ctr.lost_wakeups++ == 0)
 			log_warn("progress: about to sleep with a link that can post; "
-				 "staying awake (a missed daemon_kick, counted in lost_wakeups)");
-		wake_all(d);
+				 "staying awake (a missed daemon_wake, counted in lost_wakeups)");
+		wake_all_sleepers(d);
 		return false;
 	}
 	return true;
@@ -140,7 +122,7 @@ static unsigned run_passes(struct daemon *d)
 
 	/* One slice of each local copy per call, so per loop iteration at
 	 * most twice (idle and starvation guard): bounded (copy.h). */
-	work += copy_run(d);
+	work += copy_run(d, engine_fail_queue);
 	/* Polling rings is cheap and a system call is not: look a few times
 	 * before going back to libev (epoll) or yielding. */
 	for (i = 0; i < PASSES_PER_IDLE; i++) {
@@ -224,5 +206,5 @@ void daemon_progress_init(struct daemon *d)
 	ev_check_init(&d->starvation_w, starvation_cb);
 	d->starvation_w.data = d;
 	ev_check_start(d->loop, &d->starvation_w);
-	daemon_kick(d);
+	daemon_wake(d);
 }

@@ -12,15 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "copy.h"
 #include "daemon.h"
-#include "engine.h"
-#include "link.h"
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
 #include "release.h"
 #include "session.h"
+#include "wake.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
 
@@ -34,7 +32,7 @@ static void sq_doorbell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* The count does not matter, only that the client rang. */
 	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("queue %u: doorbell read: %m", q->id);
-	daemon_kick(q->d);
+	daemon_wake(q->d);
 }
 
 static int port_bind(struct daemon *d, struct queue *q, uint32_t port, uid_t uid)
@@ -127,6 +125,7 @@ static int segment_create(struct daemon *d, struct queue *q, uint32_t sq_n, uint
 	q->arena = q->base + arena;
 	q->arena_size = d->cfg.arena_bytes;
 	q->cq_cap = cq_n;
+	q->sleeper.flags = q->sq.shm_flags;
 	return rc;
 }
 
@@ -188,7 +187,7 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 	d->n_queues++;
 	/* The new SQ has no NEED_WAKEUP yet, so its client will not ring:
 	 * the engine must poll it until it goes to sleep properly. */
-	daemon_kick(d);
+	daemon_wake(d);
 	*q_p = q;
 	return 0;
 
@@ -214,7 +213,6 @@ void queue_kill(struct queue *q)
 {
 	struct daemon *d = q->d;
 	struct match_recv *r;
-	struct match_msg *m;
 
 	if (q->dead)
 		return;
@@ -226,6 +224,7 @@ void queue_kill(struct queue *q)
 	}
 	q->owner = NULL;
 	ev_io_stop(d->loop, &q->sq_w);
+	wake_sleeper_forget(d, &q->sleeper);
 	if (d->ports[q->port] == q)
 		d->ports[q->port] = NULL;
 	TAILQ_REMOVE(&d->queues, q, all);
@@ -239,70 +238,41 @@ void queue_kill(struct queue *q)
 		q->in_flight--;
 		free(r);
 	}
-	while ((m = match_pop_unexpected(&q->mq)))
-		engine_drop_unexpected(q, m);
-	engine_cancel_local_rndv(d, q);
-	copy_end_queue(d, q, SL_ERR_CANCELED);	/* discarded: the queue is dead */
-	link_cancel_queue(d, q);
-	/* Idle registrations go now, held ones at their last put, before
-	 * the segment can be unmapped (operations hold queue references). */
-	if (rcache_drop_owner(d->rc, q->id) < 0)
-		log_warn("queue %u: not known to the registration cache", q->id);
-	queue_put(q);
 }
 
-/* Complete every posted receive of @q with @status. */
-static void end_receives(struct queue *q, int status)
+void queue_end_receives(struct queue *q, int status)
 {
 	struct match_recv *r;
 
 	while ((r = match_pop_recv(&q->mq))) {
-		engine_complete(q, SL_OP_RECV, r->src, r->tag, r->capacity, r->user_ctx, status);
+		queue_complete(&r->desc, status, NULL);
 		free(r);
 	}
 }
 
-void queue_cancel_receives(struct queue *q)
+void queue_complete(const struct desc *dsc, int status, const struct desc_msg *msg)
 {
-	end_receives(q, SL_ERR_CANCELED);
-}
-
-/* At most one queue_fail() line per this many seconds. */
-#define FAIL_LOG_PERIOD_S 1.0
-
-void queue_fail(struct queue *q, int status, const char *why)
-{
-	static ev_tstamp logged_at = -FAIL_LOG_PERIOD_S;
-	static unsigned unlogged;
+	struct queue *q = dsc->q;
 	struct daemon *d = q->d;
-	ev_tstamp now = ev_now(d->loop);
-	struct match_msg *m;
+	struct sl_cqe cqe = {
+		.user_ctx = dsc->user_ctx,
+		.len = msg ? msg->len : dsc->len,
+		.tag = msg ? msg->tag : dsc->tag,
+		.peer = msg ? msg->src : dsc->peer,
+		.status = status,
+		.opcode = dsc->opcode,
+		.sender_uid = msg ? msg->sender_uid : SL_UID_UNKNOWN,
+	};
 
-	if (q->dead || q->failed)
-		return;
-	q->failed = status;
-	if (now - logged_at >= FAIL_LOG_PERIOD_S) {
-		log_warn("client pid %d: queue %u (port %u) failed: %s; its descriptors complete "
-			 "%s (%u more queues failed unlogged)", q->owner ? (int)q->owner->pid : -1,
-			 q->id, q->port, why, sl_strerror(status), unlogged);
-		logged_at = now;
-		unlogged = 0;
-	} else {
-		unlogged++;
+	if (status == SL_OK && dsc->opcode == SL_OP_SEND) {
+		q->msgs_tx++;
+		q->bytes_tx += cqe.len;
+	} else if (status == SL_OK && dsc->opcode == SL_OP_RECV) {
+		q->msgs_rx++;
+		q->bytes_rx += cqe.len;
+	} else if (status == SL_NAK_BUSY || status == SL_NAK_RECEIVER_FULL) {
+		q->naks++;
 	}
-	copy_end_queue(d, q, status);
-	engine_fail_local_rndv(d, q, status);
-	end_receives(q, status);
-	/* Nothing will receive these: their senders hear it, as at a close;
-	 * new messages find no endpoint (engine.c). */
-	while ((m = match_pop_unexpected(&q->mq)))
-		engine_drop_unexpected(q, m);
-}
-
-void queue_complete(struct queue *q, const struct sl_cqe *cqe)
-{
-	struct daemon *d = q->d;
-
 	q->in_flight--;
 	if (q->owner) {
 		q->owner->in_flight--;
@@ -310,10 +280,10 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 			q->owner->uq->in_flight--;
 	}
 	d->ctr.cqes++;
-	d->ctr.completions[daemon_status_slot(cqe->status)]++;
+	d->ctr.completions[daemon_status_slot(status)]++;
 	if (q->dead)
 		return;
-	memcpy(sl_ring_prod_slot(&q->cq, 0), cqe, sizeof(*cqe));
+	memcpy(sl_ring_prod_slot(&q->cq, 0), &cqe, sizeof(cqe));
 	sl_ring_prod_commit(&q->cq, 1);
 	q->cqes++;
 	if (!q->in_dirty) {
@@ -322,7 +292,7 @@ void queue_complete(struct queue *q, const struct sl_cqe *cqe)
 	}
 	/* Completions also come from outside a pass (a link breaks, a timer
 	 * fires): the pass that follows wakes the client. */
-	daemon_kick(d);
+	daemon_wake(d);
 }
 
 /* Has the client of @q as many descriptors in flight as it may? */
@@ -332,16 +302,17 @@ static bool quota_full(const struct queue *q)
 			    uid_quota_inflight_full(q->d, q->owner->uq));
 }
 
-int queue_drain(struct queue *q, unsigned budget)
+int queue_drain(struct queue *q, struct desc *out, unsigned max)
 {
 	struct daemon *d = q->d;
 	int64_t avail = sl_ring_cons_avail(&q->sq);
 	unsigned taken = 0;
-	int status;
 
 	if (avail < 0)
 		return -EPROTO;
-	while (taken < avail && taken < budget && !q->dead) {
+	if (q->dead)
+		return 0;
+	while (taken < avail && taken < max) {
 		struct sl_sqe sqe;
 		int64_t space = sl_ring_prod_space(&q->cq, q->in_flight + 1);
 
@@ -355,8 +326,20 @@ int queue_drain(struct queue *q, unsigned budget)
 			d->ctr.quota_stalls++;
 			break;
 		}
-		/* Copy first: the client may rewrite the slot meanwhile. */
+		/* Copied once, here: the client may rewrite the slot. */
 		memcpy(&sqe, sl_ring_cons_slot(&q->sq, taken), sizeof(sqe));
+		out[taken] = (struct desc){
+			.q = q,
+			.opcode = sqe.opcode,
+			.flags = sqe.flags,
+			.rsvd_set = sqe.rsvd0 || sqe.rsvd1 || sqe.rsvd2,
+			.peer = sqe.peer,
+			.tag = sqe.tag,
+			.tag_mask = sqe.tag_mask,
+			.addr = sqe.addr,
+			.len = sqe.len,
+			.user_ctx = sqe.user_ctx,
+		};
 		taken++;
 		q->in_flight++;
 		q->owner->in_flight++;
@@ -364,27 +347,8 @@ int queue_drain(struct queue *q, unsigned budget)
 			q->owner->uq->in_flight++;
 		q->sqes++;
 		d->ctr.sqes++;
-		status = engine_validate(q, &sqe);
-		/* Stopping (service.h): nothing new starts, it ends at once. */
-		if (status == SL_OK && d->draining)
-			status = SL_ERR_CANCELED;
-		if (status == SL_OK && q->failed)
-			status = q->failed;	/* queue_fail() */
-		if (status != SL_OK) {
-			sl_addr_t peer = sqe.peer;
-
-			/* Completions name real nodes, refused ones too. */
-			if (peer.node == SL_NODE_LOCAL)
-				peer.node = d->cfg.node_id;
-			if (status == SL_ERR_INVALID)
-				d->ctr.invalid++;
-			engine_complete(q, sqe.opcode, peer, sqe.tag, sqe.len,
-					sqe.user_ctx, status);
-			continue;
-		}
-		engine_submit(q, &sqe);
 	}
-	if (taken && !q->dead)
+	if (taken)
 		sl_ring_cons_release(&q->sq, taken);
 	return (int)taken;
 }
@@ -400,8 +364,7 @@ static bool cq_has_room(struct queue *q)
 
 void queue_wake(struct queue *q)
 {
-	q->sleeping = false;
-	sl_flags_andnot(q->sq.shm_flags, SL_RING_NEED_WAKEUP | SL_RING_CQ_STALLED);
+	wake_sleeper_wake(q->d, &q->sleeper);
 }
 
 bool queue_prepare_sleep(struct queue *q)
@@ -411,7 +374,7 @@ bool queue_prepare_sleep(struct queue *q)
 	/* Nothing to take, or nothing the client may have taken now: a
 	 * completion (which kicks the engine) frees its quota. */
 	if (avail == 0 || (avail > 0 && quota_full(q))) {
-		q->sleeping = true;
+		wake_sleeper_sleep(q->d, &q->sleeper);
 		return false;
 	}
 	if (avail > 0 && !cq_has_room(q)) {
@@ -420,7 +383,7 @@ bool queue_prepare_sleep(struct queue *q)
 		sl_flags_or(q->sq.shm_flags, SL_RING_CQ_STALLED);
 		sl_smp_mb();
 		if (!cq_has_room(q)) {
-			q->sleeping = true;
+			wake_sleeper_sleep(q->d, &q->sleeper);
 			return false;
 		}
 	}

@@ -2,12 +2,18 @@
  * queue.h - one client queue in the daemon: the shared segment (memfd),
  * its SQ and CQ rings, doorbells, and its endpoint (port + matching).
  *
+ * This is the segment and ring object only: it knows descriptors
+ * (desc.h), the matcher's lists it holds (match.h) and the wake-up
+ * primitive (wake.h), and nothing of what the engine, the links or the
+ * rendezvous do with a descriptor.
+ *
  * Lifetime: a queue is referenced by its owning session and by every
  * descriptor in flight on a link.  When the owner goes (close or death),
- * queue_kill() unbinds the port, drops posted receives and unexpected
- * messages, and marks the queue dead; completions for it are discarded.
- * The segment is unmapped when the last reference goes (queue_put), so a
- * frame still being written from the arena never reads freed memory.
+ * engine_close_queue() unwinds what refers to the queue and queue_kill()
+ * unbinds the port, drops the posted receives and marks the queue dead;
+ * completions for it are discarded.  The segment is unmapped when the
+ * last reference goes (queue_put), so a frame still being written from
+ * the arena never reads freed memory.
  */
 #ifndef SLD_QUEUE_H
 #define SLD_QUEUE_H
@@ -18,8 +24,10 @@
 #include <sys/types.h>
 #include <ev.h>
 
+#include "desc.h"
 #include "match.h"
 #include "sl_ring.h"
+#include "wake.h"
 
 struct daemon;
 struct rndv_recv;
@@ -35,9 +43,10 @@ struct queue {
 	TAILQ_ENTRY(queue) dirty;	/* daemon->cq_dirty */
 	bool in_dirty;
 	bool dead;
-	bool sleeping;			/* NEED_WAKEUP set on the SQ */
+	struct wake_sleeper sleeper;	/* NEED_WAKEUP set on the SQ */
 	int failed;			/* 0, or the status every descriptor of
-					 * the queue gets from now on (queue_fail) */
+					 * the queue gets from now on
+					 * (engine_fail_queue) */
 	uint32_t refs;
 	uint32_t id;
 	uint32_t port;
@@ -63,7 +72,7 @@ struct queue {
 
 	/* Counters for sluicectl. */
 	uint64_t sqes, cqes;
-	/* Completions that moved a message (engine.c, complete_from): sends
+	/* Completions that moved a message (queue_complete): sends
 	 * and receives with SL_OK, their bytes (the CQE's len); sends
 	 * refused by the receiver (SL_NAK_*).  sluicectl --watch makes rates
 	 * of them. */
@@ -80,42 +89,43 @@ struct queue {
 int queue_create(struct daemon *d, struct session *s, uint32_t port,
 		 uint32_t depth, struct queue **q_p);
 
-/* Owner gone: unbind, drop matching state, discard future completions. */
+/*
+ * queue_kill - the owner is gone: the port unbound, the doorbell watcher
+ * stopped, the posted receives dropped (nobody reads their completions),
+ * the queue dead: every later completion of it is discarded.  The caller
+ * (engine_close_queue) unwinds the rest: unexpected messages, rendezvous,
+ * copies, link frames, registrations.  Nothing when dead already.
+ */
 void queue_kill(struct queue *q);
 
-/* Complete every posted receive with SL_ERR_CANCELED (shutdown). */
-void queue_cancel_receives(struct queue *q);
-
-/*
- * queue_fail - the client of @q made the daemon's work on it impossible
- * (copy.h: it removed the pages under a copy again and again).  The queue
- * stays open but has failed: its local copies under way, its local
- * rendezvous sends still waiting for a receive and its posted receives
- * complete @status now, and every descriptor it posts from now on
- * completes @status at once; the other side of an ended copy gets
- * SL_ERR_NO_ENDPOINT.  Work of it already on a link finishes as it
- * would.  One log line with @why (rate-limited across queues).  Nothing
- * when @q is dead or failed already.
- */
-void queue_fail(struct queue *q, int status, const char *why);
+/* Complete every posted receive of @q with @status (shutdown:
+ * SL_ERR_CANCELED; a failed queue: its status). */
+void queue_end_receives(struct queue *q, int status);
 
 void queue_get(struct queue *q);
 void queue_put(struct queue *q);
 
 /*
- * queue_drain - take up to @budget SQEs, validate and dispatch each.
- * Accepts an SQE only while a CQ slot is held for it.
- * Returns the number taken, or -EPROTO when the client corrupted its ring
- * (the caller then drops the session).
+ * queue_drain - take up to @max SQEs off @q's SQ into @out, one struct
+ * desc each, copied once (the client may rewrite a slot as soon as it is
+ * released).  Accepts an SQE only while a CQ slot is held for it and the
+ * client (and its uid) are under client_max_inflight: each descriptor
+ * taken counts as in flight until queue_complete().  The caller carries
+ * each out (engine_submit); validation is the engine's.
+ * Returns the number taken (0..@max), or -EPROTO when the client
+ * corrupted its ring indices (the caller then drops the session).
  */
-int queue_drain(struct queue *q, unsigned budget);
+int queue_drain(struct queue *q, struct desc *out, unsigned max);
 
 /*
- * queue_complete - write the completion of one accepted descriptor.
- * Never fails: the slot was reserved at accept time.  Discarded (and the
- * reservation returned) when the queue is dead.
+ * queue_complete - the one completion of accepted descriptor @dsc with
+ * @status: a CQE in the CQ of dsc->q, naming @msg (a receive that took a
+ * message; desc.h) or, when @msg is NULL, the descriptor's own peer, tag
+ * and len.  Never fails: the slot was reserved at accept time.
+ * Discarded (and the reservation returned) when the queue is dead.
+ * Counts the queue's moved messages and NAKs for sluicectl.
  */
-void queue_complete(struct queue *q, const struct sl_cqe *cqe);
+void queue_complete(const struct desc *dsc, int status, const struct desc_msg *msg);
 
 /*
  * queue_prepare_sleep - announce sleep on the SQ (NEED_WAKEUP, and

@@ -19,6 +19,7 @@
 
 #include "accept_pause.h"
 #include "daemon.h"
+#include "engine.h"
 #include "fd_reserve.h"
 #include "log.h"
 #include "queue.h"
@@ -117,7 +118,7 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	rc = send_reply(s, rep, fds, 3);
 	if (rc) {
 		log_warn("client pid %d: queue reply: %s", (int)s->pid, strerror(-rc));
-		queue_kill(q);
+		engine_close_queue(q);
 		return rc;
 	}
 	/* The mapping keeps the segment: the descriptor is the client's
@@ -151,7 +152,7 @@ static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
 	s->arena_bytes -= q->arena_size;
 	s->uq->queues--;	/* the queue was counted: s->uq is set */
 	s->uq->arena_bytes -= q->arena_size;
-	queue_kill(q);
+	engine_close_queue(q);
 }
 
 /* Returns 0, or -errno when the session must be dropped. */
@@ -225,7 +226,7 @@ void session_destroy(struct session *s)
 		TAILQ_REMOVE(&s->queues, q, by_session);
 		s->uq->queues--;
 		s->uq->arena_bytes -= q->arena_size;
-		queue_kill(q);
+		engine_close_queue(q);
 	}
 	uid_usage_detach(s->d, s->uq);
 	ev_io_stop(s->d->loop, &s->w);

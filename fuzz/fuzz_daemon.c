@@ -13,6 +13,7 @@
 
 #include "admin.h"
 #include "config.h"
+#include "engine.h"
 #include "link.h"
 #include "link_auth.h"
 #include "log.h"
@@ -621,7 +622,7 @@ void fuzz_links_setup(struct daemon *d)
 	link_auth_destroy(d);
 	if (link_auth_init(d))
 		die("link_auth_init");
-	if (link_setup_all(d))
+	if (link_setup_all(d, &engine_link_handlers))
 		die("link_setup_all");
 }
 
@@ -705,7 +706,7 @@ void fuzz_session_free(struct session *s)
 		TAILQ_REMOVE(&s->queues, q, by_session);
 		s->uq->queues--;
 		s->uq->arena_bytes -= q->arena_size;
-		queue_kill(q);
+		engine_close_queue(q);
 	}
 	uid_usage_detach(&dm, s->uq);
 	TAILQ_REMOVE(&dm.sessions, s, link);

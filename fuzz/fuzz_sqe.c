@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "fuzz_daemon.h"
+#include "engine.h"
 #include "queue.h"
 #include "session.h"
 #include "sluice.h"
@@ -168,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (q) {
 				TAILQ_REMOVE(&s->queues, q, by_session);
 				s->n_queues--;
-				queue_kill(q);
+				engine_close_queue(q);
 				qs[qi] = NULL;
 			}
 			break;

@@ -262,12 +262,12 @@ START_TEST(script)
 			struct match_recv *pr = &recvs[op->id];
 			struct match_msg *mm;
 
-			pr->src = (sl_addr_t){ op->node, op->port };
-			pr->tag = op->tag;
-			pr->tag_mask = op->mask;
-			pr->addr = 0x1000u * (unsigned)op->id;
-			pr->capacity = 64;
-			pr->user_ctx = 100u + (unsigned)op->id;
+			pr->desc.peer = (sl_addr_t){ op->node, op->port };
+			pr->desc.tag = op->tag;
+			pr->desc.tag_mask = op->mask;
+			pr->desc.addr = 0x1000u * (unsigned)op->id;
+			pr->desc.len = 64;
+			pr->desc.user_ctx = 100u + (unsigned)op->id;
 			mm = match_post_recv(&mq, pr);
 			got = mm ? (int)(mm - msgs) : 0;
 			ck_assert_msg(got == op->want, "%s, step %d: receive %d got message %d, expected %d",
@@ -298,8 +298,8 @@ START_TEST(script)
 				      tc->name, step, op->id, got, op->want);
 			if (rr) {
 				/* The receive is returned as posted. */
-				ck_assert_uint_eq(rr->user_ctx, 100u + (unsigned)got);
-				ck_assert_uint_eq(rr->addr, 0x1000u * (unsigned)got);
+				ck_assert_uint_eq(rr->desc.user_ctx, 100u + (unsigned)got);
+				ck_assert_uint_eq(rr->desc.addr, 0x1000u * (unsigned)got);
 				ck_assert(match_accepts(rr, am->src, am->tag));
 			} else {
 				match_add_unexpected(&mq, am);
@@ -378,9 +378,9 @@ START_TEST(accepts)
 	struct match_recv r;
 
 	memset(&r, 0, sizeof(r));
-	r.src = (sl_addr_t){ ac->fnode, ac->fport };
-	r.tag = ac->tag;
-	r.tag_mask = ac->mask;
+	r.desc.peer = (sl_addr_t){ ac->fnode, ac->fport };
+	r.desc.tag = ac->tag;
+	r.desc.tag_mask = ac->mask;
 	ck_assert_msg(match_accepts(&r, (sl_addr_t){ ac->snode, ac->sport }, ac->stag) == ac->want,
 		      "accept case %d", _i);
 }
@@ -405,7 +405,7 @@ START_TEST(init_state)
 
 	/* A post into empty queues is linked and nothing is returned. */
 	memset(&r, 0, sizeof(r));
-	r.src = SL_ANY_SOURCE;
+	r.desc.peer = SL_ANY_SOURCE;
 	ck_assert_ptr_null(match_post_recv(&mq, &r));
 	ck_assert_uint_eq(mq.n_posted, 1);
 	ck_assert_ptr_eq(TAILQ_FIRST(&mq.posted), &r);
@@ -437,7 +437,7 @@ START_TEST(reuse_after_pop)
 	ck_assert_uint_eq(mq.unexpected_bytes, 4);
 
 	memset(&r, 0, sizeof(r));
-	r.src = SL_ANY_SOURCE;
+	r.desc.peer = SL_ANY_SOURCE;
 	ck_assert_ptr_eq(match_post_recv(&mq, &r), &m2);
 	ck_assert_uint_eq(mq.n_unexpected, 0);
 	ck_assert_uint_eq(mq.unexpected_bytes, 0);

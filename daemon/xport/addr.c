@@ -3,6 +3,8 @@
  */
 #include "autoconfig.h"
 
+#include <string.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <arpa/inet.h>
@@ -42,4 +44,19 @@ void xport_addr_name(const struct sockaddr *sa, char *buf, size_t len)
 		port = ntohs(in6->sin6_port);
 	}
 	snprintf(buf, len, "%s:%u", host, port);
+}
+
+void xport_addr_host(const char *name, char *buf, size_t len)
+{
+	const char *colon = strrchr(name, ':');
+	size_t n = colon ? (size_t)(colon - name) : strlen(name);
+
+	if (n > 7 && strncmp(name, "::ffff:", 7) == 0 && memchr(name + 7, '.', n - 7)) {
+		name += 7;
+		n -= 7;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
 }

@@ -24,4 +24,9 @@ int xport_resolve(const char *host, uint16_t port, struct addrinfo **res);
  * for another family); a NULL @sa leaves @buf as it is. */
 void xport_addr_name(const struct sockaddr *sa, char *buf, size_t len);
 
+/* The numeric host of @name ("host:port" as xport_addr_name writes it)
+ * into @buf (@len bytes, at least 1), an IPv4-mapped IPv6 address as
+ * IPv4. */
+void xport_addr_host(const char *name, char *buf, size_t len);
+
 #endif

@@ -1,0 +1,51 @@
+/*
+ * desc.h - one descriptor, as the daemon carries it from the submission
+ * ring to its completion.
+ *
+ * queue_drain() copies each SQE out of the shared ring exactly once into
+ * a struct desc; from then on every holder (a posted receive in the
+ * matcher, a send frame on a link, a local copy, a rendezvous) embeds or
+ * points at that one struct, and queue_complete() turns it into the CQE.
+ * Nothing is copied field by field on the way.
+ */
+#ifndef SLD_DESC_H
+#define SLD_DESC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+struct queue;
+
+struct desc {
+	struct queue *q;	/* whose CQ gets the completion; the holder
+				 * keeps a reference where it must (queue.h) */
+	uint8_t opcode;		/* SL_OP_SEND or SL_OP_RECV; a refused SQE
+				 * keeps whatever its client wrote */
+	uint8_t flags;		/* the SQE's flags: none is defined yet */
+	bool rsvd_set;		/* a reserved field of the SQE was not 0 */
+	sl_addr_t peer;		/* send: destination; receive: the source it
+				 * accepts (SL_NODE_LOCAL made a real node id) */
+	uint64_t tag;
+	uint64_t tag_mask;	/* receive */
+	uint64_t addr;		/* arena offset of the buffer */
+	uint64_t len;		/* send: bytes; receive: capacity, bytes */
+	uint64_t user_ctx;
+};
+
+/*
+ * What a receive's completion names of the message it took: its source,
+ * the sending client's uid (SL_UID_UNKNOWN where it cannot be known),
+ * its tag and its whole length in bytes (above the receive's capacity
+ * when it was truncated).  A completion without one (sends, receives
+ * that took nothing) names the descriptor's own peer, tag and len.
+ */
+struct desc_msg {
+	sl_addr_t src;
+	uint32_t sender_uid;
+	uint64_t tag;
+	uint64_t len;
+};
+
+#endif
