@@ -54,6 +54,7 @@
 #include "daemon.h"
 #include "fd_reserve.h"
 #include "link.h"
+#include "link_impl.h"
 #include "log.h"
 #include "mem_usage.h"
 #include "peer_groups.h"

@@ -28,6 +28,7 @@ struct queue;
 struct session;
 struct link;
 struct link_handlers;
+struct endpoint_rndv_hooks;
 struct admin;
 struct link_auth;
 
@@ -152,6 +153,7 @@ struct daemon {
 	struct link **links;
 	size_t n_links;
 	const struct link_handlers *link_handlers;	/* the engine's (link.h) */
+	const struct endpoint_rndv_hooks *rndv_hooks;	/* rndv.c's (endpoint.h) */
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */
 	struct link_auth *auth;		/* keys and handshakes (link_auth.c) */
 

@@ -1,14 +1,17 @@
 /*
- * link.c - links to peer nodes: HELLO, sequencing, cumulative ACKs, NAKs,
- * backlog, retransmission after a reconnect, peer timeout and restart,
- * and completion of remote sends.  See link.h.
+ * link.c - links to peer nodes as reliable frame channels: HELLO,
+ * sequencing, cumulative ACKs, NAKs, credits, backlog and control
+ * reserve, retransmission after a reconnect, keepalive, peer timeout and
+ * restart, BYE.  See link.h.
  *
- * A data frame is completed (its descriptor gets its CQE) only when both
- * its send completion and the peer's ACK or NAK for it have arrived; each
- * frame has exactly one owner at a time: the backlog, the transport
- * (posted), or the unacked list.  A sent frame waits in the unacked list
- * whatever happens to the connection; after a reconnect the part of it
- * the peer's HELLO does not cover goes back to the head of the backlog.
+ * A data frame is done (its owner's done() runs) only when both its send
+ * completion and the peer's ACK or NAK for it have arrived; each frame
+ * has exactly one owner at a time (enum frame_owner below; the moves are
+ * drawn in docs/state-machines.md).  A sent frame waits in the unacked
+ * list whatever happens to the connection; after a reconnect the part of
+ * it the peer's HELLO does not cover goes back to the head of the
+ * backlog.  The frames a layer above owns go up through struct
+ * link_handlers (l_up); this file names nothing above it.
  */
 #include "autoconfig.h"
 
@@ -21,9 +24,9 @@
 #include "link.h"
 #include "link_auth.h"
 #include "link_diag.h"
+#include "link_impl.h"
 #include "link_table.h"
 #include "log.h"
-#include "queue.h"
 #include "wake.h"
 
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
@@ -75,19 +78,37 @@ const char *link_state_name(enum link_state s)
 
 /* ---- who owns a frame ---- */
 
+/* Where a frame's main list entry is. */
+enum frame_list { FL_NONE, FL_BACKLOG, FL_UNACKED };
+
+/* Who decides what happens to a frame next (struct link_msg in link.h
+ * has the legal moves).  Control frames go BACKLOG -> WIRE (and back
+ * after a reconnect) and are freed from either. */
+enum frame_owner { FO_BACKLOG, FO_WIRE, FO_DECIDED, FO_CLIENT };
+
+/* A control frame (NAK, RTR, FIN, DONE) of the link's own. */
+struct link_ctl {
+	struct link_msg m;		/* m.ops NULL */
+	struct sl_wire_frame wf;	/* as queued; seq and ack set when posted */
+};
+
 #define OWN(o) (1u << (o))
+
+static struct link_ctl *to_ctl(struct link_msg *m)
+{
+	return (struct link_ctl *)(void *)m;	/* m is its first member */
+}
 
 static const char *owner_name(unsigned o)
 {
-	static const char *const names[] = { "backlog", "wire", "rndv", "decided", "client" };
+	static const char *const names[] = { "backlog", "wire", "decided", "client" };
 
 	return o < sizeof(names) / sizeof(names[0]) ? names[o] : "?";
 }
 
 /* Move @f to owner @to if its owner is one of @from (OWN() bits); see
  * enum frame_owner.  Returns false (and changes nothing) otherwise. */
-static bool frame_move(struct link *l, struct link_frame *f, unsigned from,
-		       enum frame_owner to)
+static bool frame_move(struct link *l, struct link_msg *f, unsigned from, enum frame_owner to)
 {
 	if (from & OWN(f->owner)) {
 		f->owner = (uint8_t)to;
@@ -100,105 +121,64 @@ static bool frame_move(struct link *l, struct link_frame *f, unsigned from,
 	return false;
 }
 
-static bool frame_decided(const struct link_frame *f)
+static bool frame_decided(const struct link_msg *f)
 {
 	return f->owner == FO_DECIDED;
 }
 
-/* ---- completing sends ---- */
-
-/* @f has no RDMA write segment left to post (if it was on the list). */
-static void writes_remove(struct link *l, struct link_frame *f)
+static bool is_send(const struct link_msg *f)
 {
-	if (!f->in_writes)
-		return;
-	TAILQ_REMOVE(&l->writes, f, wlink);
-	l->n_writes--;
-	f->in_writes = false;
+	return f->ops != NULL;
 }
 
-static void list_unlink(struct link *l, struct link_frame *f)
+/* ---- ending messages ---- */
+
+static void list_unlink(struct link *l, struct link_msg *f)
 {
 	if (f->where == FL_UNACKED) {
 		TAILQ_REMOVE(&l->unacked, f, link);
 		l->n_unacked--;
-		l->n_unacked_data--;	/* only sends come here */
+		l->n_unacked_data--;	/* only messages come here */
 	} else if (f->where == FL_BACKLOG) {
 		TAILQ_REMOVE(&l->backlog, f, link);
 		l->n_backlog--;
 	}
 	f->where = FL_NONE;
-	if (f->in_rndv) {
-		TAILQ_REMOVE(&l->rndv_tx, f, rlink);
-		l->n_rndv_tx--;
-		f->in_rndv = false;
-	}
-	writes_remove(l, f);
-	if (f->in_reap) {
-		TAILQ_REMOVE(&l->reap, f, wlink);
-		f->in_reap = false;
-	}
 }
 
 /*
- * The end of every send: once its status is decided and no posted WR
- * names it, it leaves every list, returns its registration (or its place
- * in the registration queue), and its descriptor gets its completion and
- * its queue reference back.  Returns true when @f is gone.
+ * The end of every message: once its status is decided and no posted WR
+ * names it, it leaves every list and goes back to its owner (done()).
+ * Returns true when it is no longer the link's.
  */
-static bool send_try_finish(struct link *l, struct link_frame *f)
+static bool msg_try_finish(struct link *l, struct link_msg *f)
 {
-	struct daemon *d = l->d;
-
 	if (!frame_decided(f) || f->wrs)
 		return false;
 	if (!frame_move(l, f, OWN(FO_DECIDED), FO_CLIENT))
 		return false;
 	list_unlink(l, f);
-	if (f->reg_waiting) {
-		rcache_cancel(d->rc, &f->req);
-		f->reg_waiting = false;
-	}
-	if (f->mr)
-		rcache_put(d->rc, f->mr);
-	if (f->send_id && f->status != SL_OK) {
-		/* A late RTR for it (or one sent again) will want to know why. */
-		l->gone[l->gone_next].send_id = f->send_id;
-		l->gone[l->gone_next].status = f->status;
-		l->gone_next = (l->gone_next + 1) % LINK_GONE_MAX;
-	}
-	if (f->status == SL_OK) {
-		l->msgs_tx++;
-		l->bytes_tx += f->desc.len;
-	}
-	queue_complete(&f->desc, f->status, NULL);
-	queue_put(f->desc.q);
-	free(f);
+	f->ops->done(f, l, f->status);
 	return true;
 }
 
-/* Decide @f's status; the first decision wins: one per descriptor. */
-static void send_set_status(struct link *l, struct link_frame *f, int status)
+/* Decide @f's status; the first decision wins: one per message. */
+static void msg_set_status(struct link *l, struct link_msg *f, int status)
 {
 	if (frame_decided(f))
 		return;
-	if (frame_move(l, f, OWN(FO_BACKLOG) | OWN(FO_WIRE) | OWN(FO_RNDV), FO_DECIDED))
+	if (frame_move(l, f, OWN(FO_BACKLOG) | OWN(FO_WIRE), FO_DECIDED))
 		f->status = status;
 }
 
-static bool send_decide(struct link *l, struct link_frame *f, int status)
+static bool msg_decide(struct link *l, struct link_msg *f, int status)
 {
-	send_set_status(l, f, status);
-	return send_try_finish(l, f);
+	msg_set_status(l, f, status);
+	return msg_try_finish(l, f);
 }
 
-static bool is_send(const struct link_frame *f)
-{
-	return f->type == SL_WIRE_EAGER || f->type == SL_WIRE_RTS;
-}
-
-/* A control frame (NAK, RTR, FIN, DONE) leaves its list and is freed. */
-static void ctl_free(struct link *l, struct link_frame *f)
+/* A control frame leaves its list and is freed. */
+static void ctl_free(struct link *l, struct link_msg *f)
 {
 	if (!frame_move(l, f, OWN(FO_BACKLOG) | OWN(FO_WIRE), FO_CLIENT))
 		return;
@@ -210,28 +190,19 @@ static void ctl_free(struct link *l, struct link_frame *f)
 		TAILQ_REMOVE(&l->unacked, f, link);
 		l->n_unacked--;
 	}
-	free(f);
+	free(to_ctl(f));
 }
 
-/* A data frame leaves the unacked list: its credit comes back. */
-static void unacked_remove(struct link *l, struct link_frame *f)
+/* End every message in @list with @status; with @drop_ctl, control
+ * frames there go too (their peer is gone, or we are). */
+static void fail_list(struct link *l, struct link_msg_list *list, int status, bool drop_ctl)
 {
-	TAILQ_REMOVE(&l->unacked, f, link);
-	l->n_unacked--;
-	l->n_unacked_data--;
-	f->where = FL_NONE;
-}
-
-/* Fail every send in @list with @status; with @drop_ctl, control frames
- * there go too (their peer is gone, or we are). */
-static void fail_list(struct link *l, struct link_frame_list *list, int status, bool drop_ctl)
-{
-	struct link_frame *f, *next;
+	struct link_msg *f, *next;
 
 	for (f = TAILQ_FIRST(list); f; f = next) {
 		next = TAILQ_NEXT(f, link);
 		if (is_send(f))
-			send_decide(l, f, status);
+			msg_decide(l, f, status);
 		else if (drop_ctl)
 			ctl_free(l, f);
 	}
@@ -273,15 +244,18 @@ static void post_refused(struct link *l)
  */
 static uint64_t ack_limit(const struct link *l, const struct sl_wire_frame *wf)
 {
-	const struct link_frame *f;
+	const struct link_msg *f;
 
 	TAILQ_FOREACH(f, &l->backlog, link) {
+		uint64_t nak_seq;
+
 		if (is_send(f))
 			break;
 		if (f->type != SL_WIRE_NAK)
 			continue;
-		if (wf->type != SL_WIRE_NAK || f->nak_seq != wf->u.nak.nak_seq)
-			return f->nak_seq - 1;
+		nak_seq = ((const struct link_ctl *)(const void *)f)->wf.u.nak.nak_seq;
+		if (wf->type != SL_WIRE_NAK || nak_seq != wf->u.nak.nak_seq)
+			return nak_seq - 1;
 	}
 	return l->rx_seq;
 }
@@ -452,7 +426,7 @@ static void ack_timer_progress(struct link *l)
 }
 
 /* A sequenced frame was handed to the transport: it waits for its ack. */
-static void unacked_append(struct link *l, struct link_frame *f)
+static void unacked_append(struct link *l, struct link_msg *f)
 {
 	frame_move(l, f, OWN(FO_BACKLOG), FO_WIRE);
 	f->seq = ++l->tx_seq;
@@ -492,38 +466,12 @@ uint64_t link_credits_left(const struct link *l)
 	return used < l->peer_credits ? l->peer_credits - used : 0;
 }
 
-static void note_rtr_posted(struct link *l, const struct link_frame *f);
-static int rtr_grant(struct link *l, struct link_frame *f);
-
 /* Post control frame @f (NAK, RTR, FIN, DONE). */
-static int post_ctl(struct link *l, struct link_frame *f)
+static int post_ctl(struct link *l, struct link_msg *f)
 {
-	struct sl_wire_frame wf = { .type = f->type, .seq = l->tx_seq + 1 };
+	struct sl_wire_frame wf = to_ctl(f)->wf;
 
-	switch (f->type) {
-	case SL_WIRE_NAK:
-		wf.u.nak.nak_seq = f->nak_seq;
-		wf.u.nak.status = f->ctl_status;
-		break;
-	case SL_WIRE_RTR:
-		wf.u.rtr.send_id = f->ctl_send_id;
-		wf.u.rtr.raddr = f->rtr_raddr;
-		wf.u.rtr.len = f->rtr_len;
-		wf.u.rtr.rkey = f->rtr_rkey;
-		wf.u.rtr.recv_id = f->ctl_recv_id;
-		wf.u.rtr.status = f->ctl_status;
-		wf.u.rtr.offset = f->rtr_offset;
-		break;
-	case SL_WIRE_FIN:
-		wf.u.fin.recv_id = f->ctl_recv_id;
-		wf.u.fin.status = f->ctl_status;
-		break;
-	case SL_WIRE_DONE:
-		wf.u.done.send_id = f->ctl_send_id;
-		break;
-	default:
-		return -EINVAL;
-	}
+	wf.seq = l->tx_seq + 1;
 	return post_frame(l, &wf, NULL, 0);
 }
 
@@ -535,121 +483,81 @@ static uint64_t eager_limit(const struct link *l)
 	return l->peer_eager_max < own ? l->peer_eager_max : own;
 }
 
-/* Post send @f, the head of the backlog, as EAGER or RTS. */
-static int post_send_frame(struct link *l, struct link_frame *f)
+/* Post message @f, the head of the backlog, as its owner encodes it. */
+static int post_msg(struct link *l, struct link_msg *f)
 {
-	/* A frame sent again keeps its kind: the peer is the same one. */
-	bool rndv = f->type == SL_WIRE_RTS || f->desc.len > eager_limit(l);
-	struct sl_wire_frame wf = { .type = rndv ? SL_WIRE_RTS : SL_WIRE_EAGER };
+	struct sl_wire_frame wf;
 	const void *payload = NULL;
 	int rc;
 
+	f->ops->encode(f, l, f->type, eager_limit(l), &wf, &payload);
 	wf.seq = l->tx_seq + 1;
-	if (rndv) {
-		if (!f->send_id)
-			f->send_id = ++l->next_send_id;
-		wf.u.rts.src_port = f->desc.q->port;
-		wf.u.rts.dst_port = f->desc.peer.port;
-		wf.u.rts.dst_node = f->desc.peer.node;
-		wf.u.rts.sender_uid = (uint32_t)f->desc.q->uid;
-		wf.u.rts.tag = f->desc.tag;
-		wf.u.rts.msg_len = f->desc.len;
-		wf.u.rts.send_id = f->send_id;
-	} else {
-		wf.payload_len = (uint32_t)f->desc.len;
-		wf.u.eager.src_port = f->desc.q->port;
-		wf.u.eager.dst_port = f->desc.peer.port;
-		wf.u.eager.dst_node = f->desc.peer.node;
-		wf.u.eager.sender_uid = (uint32_t)f->desc.q->uid;
-		wf.u.eager.tag = f->desc.tag;
-		payload = f->desc.q->arena + f->desc.addr;
-	}
 	rc = post_frame(l, &wf, payload, (uintptr_t)f);
 	if (rc == -ENOMEM)
 		return rc;	/* stays first in the backlog */
 	list_unlink(l, f);
+	f->type = wf.type;
+	f->payload_len = wf.payload_len;
 	if (rc < 0) {
 		/* Cannot happen for a frame we built; never drop it silently
-		 * all the same.  (A frame sent again is in rndv_tx already and
-		 * list_unlink took it out; send_decide finishes it.) */
+		 * all the same. */
 		log_err("link %s: cannot post frame: %s", l->peer->name, strerror(-rc));
-		send_decide(l, f, SL_ERR_INVALID);
+		msg_decide(l, f, SL_ERR_INVALID);
 		return 0;
 	}
 	f->wrs++;
 	unacked_append(l, f);
-	if (rndv && !f->in_rndv) {
-		f->type = SL_WIRE_RTS;
-		f->in_rndv = true;
-		TAILQ_INSERT_TAIL(&l->rndv_tx, f, rlink);
-		l->n_rndv_tx++;
-	}
 	return 0;
 }
 
-/* Post the next RDMA write segment of @f, the head of the write list;
- * the last one carries the receiver's recv_id as its immediate. */
-static int post_write_segment(struct link *l, struct link_frame *f)
+/* Post the next RDMA write segment of @w, the head of the write queue. */
+static int post_write_segment(struct link *l, struct link_writer *w)
 {
-	uint64_t left = f->wlen - f->w_off;
-	uint32_t seg = left < LINK_WRITE_SEGMENT ? (uint32_t)left : LINK_WRITE_SEGMENT;
-	bool last = f->w_off + seg == f->wlen;
-	struct xport_write_wr wr = {
-		.wr_id = (uintptr_t)f | 1,
-		.laddr = f->desc.q->arena + f->desc.addr + f->w_off,
-		.lkey = f->mr ? f->mr->lkey : 0,
-		.len = seg,
-		.raddr = f->raddr + f->w_off,
-		.rkey = f->rkey,
-		.has_imm = last,
-		.imm = last ? f->recv_id : 0,
-	};
-	int rc = l->d->xp->ops->post_write(l->conn, &wr);
+	struct xport_write_wr wr;
+	int rc;
 
+	w->ops->segment(w, l, &wr);
+	wr.wr_id = (uintptr_t)w | 1;
+	rc = l->d->xp->ops->post_write(l->conn, &wr);
 	if (rc == -ENOMEM) {
 		post_refused(l);
 		return rc;
 	}
+	TAILQ_REMOVE(&l->writes, w, link);
 	if (rc < 0) {
-		/* Our own registration refused: a bug, reported on the
-		 * descriptor; the receiver's receive is given back. */
-		log_err("link %s: cannot post RDMA write: %s", l->peer->name, strerror(-rc));
-		list_unlink(l, f);
-		f->w_off = f->wlen;
-		link_queue_fin(l, f->recv_id, SL_ERR_ACCESS);
-		send_decide(l, f, SL_ERR_ACCESS);
+		w->queued = false;
+		l->n_writes--;
+		w->ops->refused(w, l, rc);
 		return 0;
 	}
-	f->w_off += seg;
-	f->wrs++;
 	l->writes_tx++;
-	TAILQ_REMOVE(&l->writes, f, wlink);
-	if (last) {
-		f->in_writes = false;
+	if (wr.has_imm) {
+		w->queued = false;
 		l->n_writes--;
-		f->last_posted = true;
 	} else {
 		/* Round robin between rendezvous: one segment each. */
-		TAILQ_INSERT_TAIL(&l->writes, f, wlink);
+		TAILQ_INSERT_TAIL(&l->writes, w, link);
 	}
+	w->ops->posted(w, l, wr.len, wr.has_imm);
 	return 0;
 }
 
 /*
  * Move what fits into the transport SQ: control frames first (they may
- * use the reserve), then data, alternating between queued sends and RDMA
- * write segments so that neither starves the other; then an ACK if one
- * is due and nothing else carried it.  Returns the frames and segments
- * posted (ACKs aside): the progress engine's work.
+ * use the reserve), then data, alternating between queued messages and
+ * RDMA write segments so that neither starves the other; then an ACK if
+ * one is due and nothing else carried it.  Returns the frames and
+ * segments posted (ACKs aside): the progress engine's work.
  */
 static unsigned link_post_backlog(struct link *l, bool force_ack)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
-	struct link_frame *f;
+	struct link_msg *f;
 	unsigned posted = 0;
 
 	while ((f = TAILQ_FIRST(&l->backlog)) && !is_send(f)) {
-		int rc = f->type == SL_WIRE_RTR ? rtr_grant(l, f) : 0;
+		struct sl_wire_frame *wf = &to_ctl(f)->wf;
+		int rc = f->type == SL_WIRE_RTR ? l_up(l)->rtr_prepare(l, wf) : 0;
 
 		if (rc == 0)
 			rc = post_ctl(l, f);
@@ -671,13 +579,13 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 		l->n_backlog--;
 		l->n_ctl--;
 		unacked_append(l, f);
-		if (f->type == SL_WIRE_RTR && f->ctl_status == SL_OK)
-			note_rtr_posted(l, f);
+		if (f->type == SL_WIRE_RTR)
+			l_up(l)->rtr_posted(l, wf, f->seq);
 		posted++;
 	}
 	while (data_space(l) && ops->sq_bytes(l->conn) < LINK_TX_BUDGET) {
-		struct link_frame *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
-		struct link_frame *write = TAILQ_FIRST(&l->writes);
+		struct link_msg *send = link_credits_left(l) ? TAILQ_FIRST(&l->backlog) : NULL;
+		struct link_writer *write = TAILQ_FIRST(&l->writes);
 		bool do_write = write && (!send || l->write_turn);
 
 		if (!send && !write)
@@ -686,7 +594,7 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 		 * keeps it, the other kind gets the next one after a success.
 		 * Restarting each pass with the sends once let a sender's
 		 * stream take every post that got through. */
-		if ((do_write ? post_write_segment(l, write) : post_send_frame(l, send)) < 0)
+		if ((do_write ? post_write_segment(l, write) : post_msg(l, send)) < 0)
 			break;
 		l->write_turn = !do_write;
 		posted++;
@@ -699,74 +607,55 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 	return posted;
 }
 
-static void rndv_recv_abort(struct rndv_recv *rr, int status);
+/* ---- what the layer above calls ---- */
 
-void link_cancel_queue(struct daemon *d, struct queue *q)
+int link_post_msg(struct link *l, struct link_msg *m, const struct link_msg_ops *ops)
 {
-	struct rndv_recv *rr, *rnext;
-	size_t i;
-
-	/* Its receives matched to remote rendezvous: the senders must hear
-	 * that nobody will take the data. */
-	for (rr = TAILQ_FIRST(&q->claims); rr; rr = rnext) {
-		rnext = TAILQ_NEXT(rr, qlink);
-		if (!rr->aborted)
-			rndv_recv_abort(rr, SL_ERR_NO_ENDPOINT);
-	}
-
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
-		struct link_frame *f, *next;
-
-		/* Discarded: the queue is dead; this returns each send's slot
-		 * reservation and its reference. */
-		for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
-			next = TAILQ_NEXT(f, link);
-			if (is_send(f) && f->desc.q == q)
-				send_decide(l, f, SL_ERR_CANCELED);
-		}
-		/* Rendezvous no receiver has answered yet would hold the
-		 * dead client's arena until one does; a late RTR gets a FIN
-		 * that gives the receive back. */
-		for (f = TAILQ_FIRST(&l->rndv_tx); f; f = next) {
-			next = TAILQ_NEXT(f, rlink);
-			if (f->desc.q == q && f->recv_id == 0)
-				send_decide(l, f, SL_ERR_CANCELED);
-		}
-	}
-}
-
-int link_send(struct link *l, const struct desc *dsc)
-{
-	struct queue *q = dsc->q;
-	struct link_frame *f;
-
 	if (l->timed_out)
 		return -EHOSTDOWN;
 	if (l->n_backlog - l->n_ctl >= l->d->cfg.link_backlog_max) {
 		l->backlog_naks++;
 		return -ENOBUFS;
 	}
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->type = SL_WIRE_EAGER;	/* or RTS, decided when posted */
-	f->desc = *dsc;
-	f->status = SL_OK;
-	queue_get(q);
-	f->where = FL_BACKLOG;
-	TAILQ_INSERT_TAIL(&l->backlog, f, link);
+	*m = (struct link_msg){ .ops = ops, .owner = FO_BACKLOG, .where = FL_BACKLOG,
+				.status = SL_OK };
+	TAILQ_INSERT_TAIL(&l->backlog, m, link);
 	l->n_backlog++;
 	return 0;
 }
 
-/* Queue a control frame ahead of data, after the control frames already
- * queued (their order is kept).  Returns the frame or NULL. */
-static struct link_frame *queue_ctl(struct link *l, uint8_t type)
+void link_msg_cancel(struct link *l, struct link_msg *m, int status)
 {
-	struct link_frame *f = calloc(1, sizeof(*f)), *it;
+	if (m->owner != FO_BACKLOG && m->owner != FO_WIRE)
+		return;
+	msg_decide(l, m, status);
+}
 
-	if (!f) {
+void link_cancel_queued(struct link *l, bool (*match)(const struct link_msg *m, void *arg),
+			void *arg, int status)
+{
+	struct link_msg *f, *next;
+
+	for (f = TAILQ_FIRST(&l->backlog); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (is_send(f) && match(f, arg))
+			msg_decide(l, f, status);
+	}
+}
+
+bool link_msg_seen_by_peer(const struct link_msg *m, uint64_t ack)
+{
+	return m->owner == FO_WIRE && (m->where != FL_UNACKED || m->seq <= ack);
+}
+
+/* Queue a control frame ahead of data, after the control frames already
+ * queued (their order is kept). */
+struct sl_wire_frame *link_queue_ctl(struct link *l, uint8_t type)
+{
+	struct link_ctl *c = calloc(1, sizeof(*c));
+	struct link_msg *it;
+
+	if (!c) {
 		/* Without memory for it the only safe answer is to break the
 		 * connection: both sides then fail what was under way, each
 		 * operation with its own status. */
@@ -775,73 +664,132 @@ static struct link_frame *queue_ctl(struct link *l, uint8_t type)
 			l->d->xp->ops->close(l->conn, -ENOMEM);
 		return NULL;
 	}
-	f->type = type;
-	f->where = FL_BACKLOG;
+	c->m.type = type;
+	c->m.where = FL_BACKLOG;
+	c->m.owner = FO_BACKLOG;
+	c->wf.type = type;
 	TAILQ_FOREACH(it, &l->backlog, link)
 		if (is_send(it))
 			break;
 	if (it)
-		TAILQ_INSERT_BEFORE(it, f, link);
+		TAILQ_INSERT_BEFORE(it, &c->m, link);
 	else
-		TAILQ_INSERT_TAIL(&l->backlog, f, link);
+		TAILQ_INSERT_TAIL(&l->backlog, &c->m, link);
 	l->n_backlog++;
 	l->n_ctl++;
 	daemon_wake(l->d);
-	return f;
+	return &c->wf;
 }
 
 static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
 {
-	struct link_frame *f = queue_ctl(l, SL_WIRE_NAK);
+	struct sl_wire_frame *wf = link_queue_ctl(l, SL_WIRE_NAK);
 
-	if (!f)
+	if (!wf)
 		return;
-	f->nak_seq = seq;
-	f->ctl_status = status;
+	wf->u.nak.nak_seq = seq;
+	wf->u.nak.status = status;
 	l->naks_tx++;
 }
 
-void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status)
+void link_drop_ctl(struct link *l, bool (*match)(const struct sl_wire_frame *wf, void *arg),
+		   void *arg)
 {
-	/* Queued whatever the link's state: control frames are sequenced
-	 * and outlive a broken connection. */
-	struct link_frame *f = queue_ctl(l, SL_WIRE_FIN);
+	struct link_msg *f, *next;
 
-	if (!f)
+	for (f = TAILQ_FIRST(&l->backlog); f && !is_send(f); f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (match(&to_ctl(f)->wf, arg))
+			ctl_free(l, f);
+	}
+	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
+		next = TAILQ_NEXT(f, link);
+		if (!is_send(f) && match(&to_ctl(f)->wf, arg))
+			ctl_free(l, f);
+	}
+}
+
+void link_writer_start(struct link *l, struct link_writer *w)
+{
+	if (w->queued)
 		return;
-	f->ctl_recv_id = recv_id;
-	f->ctl_status = status;
+	w->queued = true;
+	TAILQ_INSERT_TAIL(&l->writes, w, link);
+	l->n_writes++;
+	daemon_wake(l->d);
 }
 
-/* Queue an RTR; @offset bytes of @len are in place already (an RTR sent
- * again after a reconnect). */
-static void queue_rtr_from(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
-			   uint64_t len, uint32_t rkey, uint32_t status, uint64_t offset)
+void link_writer_stop(struct link *l, struct link_writer *w)
 {
-	struct link_frame *f = queue_ctl(l, SL_WIRE_RTR);
-
-	if (!f)
+	if (!w->queued)
 		return;
-	f->ctl_send_id = send_id;
-	f->ctl_recv_id = recv_id;
-	f->rtr_raddr = raddr;
-	f->rtr_len = len;
-	f->rtr_rkey = rkey;
-	f->ctl_status = status;
-	f->rtr_offset = (uint32_t)offset;	/* <= len <= SL_WIRE_RNDV_MAX */
+	TAILQ_REMOVE(&l->writes, w, link);
+	l->n_writes--;
+	w->queued = false;
 }
 
-static void queue_rtr(struct link *l, uint64_t send_id, uint32_t recv_id, uint64_t raddr,
-		      uint64_t len, uint32_t rkey, uint32_t status)
+int link_grant(struct link *l, uint64_t mr_handle, uint64_t addr, uint64_t len, uint32_t *rkey)
 {
-	queue_rtr_from(l, send_id, recv_id, raddr, len, rkey, status, 0);
+	if (!l->conn)
+		return -ENOTCONN;
+	return l->d->xp->ops->grant(l->conn, mr_handle, addr, len, rkey);
 }
 
-/* What link_post_backlog() would find to post, without posting it. */
+void link_revoke(struct link *l, uint32_t rkey)
+{
+	if (!l->conn)
+		return;
+	l->d->xp->ops->revoke(l->conn, rkey);
+	/* An RTR refused for want of a grant may go now. */
+	if (l->n_backlog)
+		daemon_wake(l->d);
+}
+
+void link_count_msg(struct link *l, bool tx, uint64_t bytes)
+{
+	if (tx) {
+		l->msgs_tx++;
+		l->bytes_tx += bytes;
+	} else {
+		l->msgs_rx++;
+		l->bytes_rx += bytes;
+	}
+}
+
+struct daemon *link_daemon(const struct link *l)
+{
+	return l->d;
+}
+
+uint32_t link_node(const struct link *l)
+{
+	return l->node_id;
+}
+
+const char *link_name(const struct link *l)
+{
+	return l->peer->name;
+}
+
+struct log_limit *link_peer_log(struct link *l)
+{
+	return &l->peer_log;
+}
+
+void *link_upper(const struct link *l)
+{
+	return l->upper;
+}
+
+struct link_rndv_counters *link_rndv_counters(struct link *l)
+{
+	return &l->rc;
+}
+
 static bool link_can_post(const struct link *l)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
-	const struct link_frame *f = TAILQ_FIRST(&l->backlog);
+	const struct link_msg *f = TAILQ_FIRST(&l->backlog);
 
 	if (l->state != LINK_UP || !l->conn)
 		return false;
@@ -873,13 +821,7 @@ unsigned link_flush_all(struct daemon *d, bool force_ack)
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 
-		struct link_frame *f;
-
-		while ((f = TAILQ_FIRST(&l->reap))) {
-			TAILQ_REMOVE(&l->reap, f, wlink);
-			f->in_reap = false;
-			send_try_finish(l, f);	/* else at its last completion */
-		}
+		l_up(l)->flush(l);
 		if (l->state != LINK_UP)
 			continue;
 		posted += link_post_backlog(l, force_ack);
@@ -889,629 +831,19 @@ unsigned link_flush_all(struct daemon *d, bool force_ack)
 	return posted;
 }
 
-/* ---- rendezvous: sending side ---- */
-
-static struct link_frame *find_rndv_send(struct link *l, uint64_t send_id)
-{
-	struct link_frame *f;
-
-	TAILQ_FOREACH(f, &l->rndv_tx, rlink)
-		if (f->send_id == send_id)
-			return f;
-	return NULL;
-}
-
-static void start_writes(struct link *l, struct link_frame *f)
-{
-	f->in_writes = true;
-	TAILQ_INSERT_TAIL(&l->writes, f, wlink);
-	l->n_writes++;
-	daemon_wake(l->d);
-}
-
-/* The source registration failed or could not be had in time: the
- * receiver gets its receive back, the send its status. */
-static void send_reg_failed(struct link *l, struct link_frame *f, int err)
-{
-	int status = rcache_status(err, false);
-
-	link_queue_fin(l, f->recv_id, (uint32_t)status);
-	send_decide(l, f, status);
-}
-
 /*
- * A waiting source registration is settled.  This runs inside the cache
- * (a put, a cancel, an expiry), possibly while a caller walks this link's
- * lists, so a failure only decides the send and parks it on the reap
- * list; the next pass finishes it.
- */
-static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
-{
-	struct link_frame *f = arg;
-	struct link *l = link_find(f->desc.q->d, f->desc.peer.node);
-
-	f->reg_waiting = false;
-	if (err) {
-		int status = rcache_status(err, false);
-
-		link_queue_fin(l, f->recv_id, (uint32_t)status);
-		send_set_status(l, f, status);
-		f->in_reap = true;
-		TAILQ_INSERT_TAIL(&l->reap, f, wlink);
-		daemon_wake(l->d);
-		return;
-	}
-	f->mr = mr;
-	if (!f->rtr_stale)
-		start_writes(l, f);	/* else on the RTR sent again */
-}
-
-/* Why rendezvous send @send_id ended before its RTR: SL_ERR_CANCELED (the
- * receiver hears SL_ERR_NO_ENDPOINT) unless it is remembered. */
-static uint32_t gone_status(const struct link *l, uint64_t send_id)
-{
-	uint32_t i;
-
-	for (i = 0; i < LINK_GONE_MAX; i++)
-		if (l->gone[i].send_id == send_id)
-			return (uint32_t)l->gone[i].status;
-	return SL_ERR_CANCELED;
-}
-
-static int process_rtr(struct link *l, const struct sl_wire_frame *wf)
-{
-	struct daemon *d = l->d;
-	struct link_frame *f = find_rndv_send(l, wf->u.rtr.send_id);
-	int rc;
-
-	if (!f || frame_decided(f)) {
-		/* Its send was cancelled (the client closed its queue) or
-		 * failed (peer timeout): give the receive back with the
-		 * reason, or (an abort) let the receiver release it. */
-		log_debug("link %s: RTR for finished send %llu", l->peer->name,
-			  (unsigned long long)wf->u.rtr.send_id);
-		if (wf->u.rtr.status == SL_OK || wf->u.rtr.recv_id)
-			link_queue_fin(l, wf->u.rtr.recv_id,
-				       f ? (uint32_t)f->status : gone_status(l, wf->u.rtr.send_id));
-		return 0;
-	}
-	if (f->recv_id && wf->u.rtr.status != SL_OK && wf->u.rtr.recv_id == f->recv_id) {
-		/* An abort: the receiving client went away.  Stop writing
-		 * and say so with a FIN, unless the last write is on its way
-		 * (its immediate releases the receiver). */
-		writes_remove(l, f);
-		if (!f->last_posted)
-			link_queue_fin(l, f->recv_id, wf->u.rtr.status);
-		send_decide(l, f, (int)wf->u.rtr.status);
-		return 0;
-	}
-	if (f->recv_id && !f->rtr_stale) {
-		peer_warn(l, "link %s: second RTR for rendezvous %llu", l->peer->name,
-			  (unsigned long long)wf->u.rtr.send_id);
-		return -EPROTO;
-	}
-	/* A first answer comes from whoever has the RTS: it is on the
-	 * wire (not back in the backlog after a resume), and the RTR's ack
-	 * covers it, so that the RTS leaves the unacked list with this
-	 * frame and is never sent again once the rendezvous owns it
-	 * (link_resume). */
-	if (!f->recv_id && (f->owner != FO_WIRE || (f->where == FL_UNACKED && wf->ack < f->seq))) {
-		log_warn("link %s: RTR for rendezvous %llu whose RTS it cannot have (ack %llu)",
-			 l->peer->name, (unsigned long long)wf->u.rtr.send_id,
-			 (unsigned long long)wf->ack);
-		return -EPROTO;
-	}
-	if (wf->u.rtr.status != SL_OK) {
-		send_decide(l, f, (int)wf->u.rtr.status);
-		return 0;
-	}
-	if (f->rtr_stale) {
-		/* The connection broke after the first RTR: write again what
-		 * the receiver does not have in place (the same bytes to the
-		 * same place: writes are idempotent), from its offset on.
-		 * The decoder checked offset <= len. */
-		if (wf->u.rtr.recv_id != f->recv_id || wf->u.rtr.len != f->wlen) {
-			peer_warn(l, "link %s: RTR sent again for rendezvous %llu changed",
-				  l->peer->name, (unsigned long long)wf->u.rtr.send_id);
-			return -EPROTO;
-		}
-		if (!frame_move(l, f, OWN(FO_RNDV), FO_RNDV))
-			return -EPROTO;
-		f->rtr_stale = false;
-		f->raddr = wf->u.rtr.raddr;
-		f->rkey = wf->u.rtr.rkey;
-		f->w_off = wf->u.rtr.offset;
-		l->rndv_restarts++;
-		l->rndv_resumed_bytes += wf->u.rtr.offset;
-		if (f->mr || f->wlen == 0)
-			start_writes(l, f);
-		return 0;	/* or when its registration comes */
-	}
-	if (wf->u.rtr.len > f->desc.len || wf->u.rtr.offset) {
-		peer_warn(l, "link %s: first RTR asks %llu bytes from %u of a %llu-byte message",
-			  l->peer->name, (unsigned long long)wf->u.rtr.len, wf->u.rtr.offset,
-			  (unsigned long long)f->desc.len);
-		return -EPROTO;
-	}
-	if (!frame_move(l, f, OWN(FO_WIRE), FO_RNDV))
-		return -EPROTO;
-	f->recv_id = wf->u.rtr.recv_id;
-	f->raddr = wf->u.rtr.raddr;
-	f->rkey = wf->u.rtr.rkey;
-	f->wlen = wf->u.rtr.len;
-	if (f->wlen == 0) {
-		start_writes(l, f);	/* one empty write carries the immediate */
-		return 0;
-	}
-	rcache_req_init(&f->req, send_reg_done, f);
-	rc = rcache_get(d->rc, f->desc.q->id, f->desc.addr, f->wlen, ev_now(d->loop), &f->req, &f->mr);
-	if (rc == 0) {
-		start_writes(l, f);
-	} else if (rc == -EINPROGRESS) {
-		f->reg_waiting = true;
-		daemon_rcache_arm(d);
-	} else {
-		send_reg_failed(l, f, rc);
-	}
-	return 0;
-}
-
-/*
- * The receiver has the data and completed its receive: only now does the
- * send complete SL_OK.  A write that merely left this daemon (or that a
- * NIC acknowledged) could still die with the receiving daemon; then the
- * link fails the send instead.  Its last write may still wait for its own
- * completion (wrs > 0): the send finishes then.
- */
-static int process_done(struct link *l, uint64_t send_id)
-{
-	struct link_frame *f = find_rndv_send(l, send_id);
-
-	if (!f && send_id <= l->next_send_id)
-		return 0;	/* failed here already (peer timeout) */
-	if (!f || !f->recv_id || frame_decided(f)) {
-		peer_warn(l, "link %s: DONE for rendezvous %llu that wrote nothing", l->peer->name,
-			  (unsigned long long)send_id);
-		return -EPROTO;
-	}
-	l->rndv_tx_done++;
-	send_decide(l, f, SL_OK);
-	return 0;
-}
-
-/* ---- rendezvous: receiving side ---- */
-
-static struct rndv_recv *find_rndv_recv(struct link *l, uint32_t recv_id)
-{
-	struct rndv_recv *rr;
-
-	TAILQ_FOREACH(rr, &l->rndv_rx, link)
-		if (rr->recv_id == recv_id)
-			return rr;
-	return NULL;
-}
-
-/* End @rr's grant: no write of the peer lands in its buffer after this. */
-static void rndv_recv_revoke(struct rndv_recv *rr)
-{
-	struct link *l = rr->l;
-
-	if (rr->grant_rkey && l->conn) {
-		l->d->xp->ops->revoke(l->conn, rr->grant_rkey);
-		/* An RTR refused for want of a grant may go now. */
-		if (l->n_backlog)
-			daemon_wake(l->d);
-	}
-	rr->grant_rkey = 0;
-}
-
-/* Unlink @rr and return its registration and queue; @r is the caller's. */
-static void rndv_recv_free(struct rndv_recv *rr)
-{
-	struct link *l = rr->l;
-
-	rndv_recv_revoke(rr);	/* before the registration can go */
-	TAILQ_REMOVE(&l->rndv_rx, rr, link);
-	l->n_rndv_rx--;
-	TAILQ_REMOVE(&rr->q->claims, rr, qlink);
-	if (rr->reg_waiting)
-		rcache_cancel(l->d->rc, &rr->req);
-	if (rr->mr)
-		rcache_put(l->d->rc, rr->mr);
-	queue_put(rr->q);
-	free(rr);
-}
-
-/* The data is in place: the receive completes, and the sender hears so. */
-static void rndv_recv_complete(struct rndv_recv *rr)
-{
-	struct match_recv *r = rr->r;
-	struct link_frame *f = queue_ctl(rr->l, SL_WIRE_DONE);
-
-	if (f)
-		f->ctl_send_id = rr->send_id;
-	rr->l->rndv_rx_done++;
-	rr->l->msgs_rx++;
-	rr->l->bytes_rx += rr->wlen;
-	queue_complete(&r->desc, rr->msg_len <= r->desc.len ? SL_OK : SL_ERR_TRUNCATED,
-		       &(struct desc_msg){ .src = rr->src, .sender_uid = rr->sender_uid,
-					   .tag = rr->tag, .len = rr->msg_len });
-	rndv_recv_free(rr);
-	free(r);
-}
-
-/*
- * The receiving client of @rr is gone (its queue died): nothing will read
- * a completion, but the sender must hear @status, and must stop writing
- * before the registration and the queue's memory go.  Before our RTR a
- * refusal ends it at once; after, an RTR with @status and our recv_id
- * aborts it, and @rr stays (aborted) until the sender's FIN, or the
- * immediate of a last write already on its way, arrives.
- */
-static void rndv_recv_abort(struct rndv_recv *rr, int status)
-{
-	struct link *l = rr->l;
-
-	free(rr->r);
-	rr->r = NULL;
-	l->rndv_rx_failed++;
-	if (!rr->rtr_sent) {
-		queue_rtr(l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
-		rndv_recv_free(rr);
-		return;
-	}
-	rr->aborted = true;
-	queue_rtr(l, rr->send_id, rr->recv_id, 0, 0, 0, (uint32_t)status);
-}
-
-/*
- * The rendezvous failed before any data moved.  The receive goes back to
- * its place, as if the message had never matched it, unless a message it
- * would also have taken has met a later-posted receive meanwhile: then
- * going back would let a still later message from that source land before
- * that one in post order (MPI's non-overtaking rule), so the receive
- * completes with @status instead, its buffer untouched.
- */
-static void rndv_recv_giveback(struct rndv_recv *rr, int status)
-{
-	struct queue *q = rr->q;
-	struct match_recv *r = rr->r;
-	bool overtaken = rr->overtaken;
-
-	queue_get(q);
-	if (q->d->stopping)
-		status = SL_ERR_CANCELED;	/* whatever failed, we are going */
-	if (overtaken) {
-		rr->l->rndv_rx_failed++;
-		queue_complete(&r->desc, status, &(struct desc_msg){ .src = rr->src,
-				.sender_uid = SL_UID_UNKNOWN, .tag = rr->tag, .len = rr->msg_len });
-	}
-	rndv_recv_free(rr);
-	if (overtaken)
-		free(r);
-	else
-		l_up(rr->l)->repost(q, r);
-	queue_put(q);
-}
-
-/* The status a receive given back completes with, from the reason. */
-static int giveback_status(uint32_t fin_status)
-{
-	/* The sender's queue closed: for the receiver, its source is gone. */
-	return fin_status == SL_ERR_CANCELED ? SL_ERR_NO_ENDPOINT : (int)fin_status;
-}
-
-/* Where the data of @rr goes, in the transport's terms (the RTR's raddr). */
-static uint64_t rndv_recv_raddr(const struct rndv_recv *rr)
-{
-	return rr->mr ? (uintptr_t)(rr->q->arena + rr->r->desc.addr) : 0;
-}
-
-/* (Again, after a reconnect: for what is not in place yet.)  Its key is
- * the grant's, made when it is posted (rtr_grant); the registration's own
- * key opens nothing to the peer. */
-static void rndv_send_rtr(struct rndv_recv *rr)
-{
-	rr->rtr_sent = true;
-	rr->rtr_seq = 0;	/* until it goes out */
-	queue_rtr_from(rr->l, rr->send_id, rr->recv_id, rndv_recv_raddr(rr), rr->wlen, 0,
-		       SL_OK, rr->placed);
-}
-
-static void recv_reg_done(void *arg, int err, const struct rcache_mr *mr)
-{
-	struct rndv_recv *rr = arg;
-
-	rr->reg_waiting = false;
-	if (err) {
-		int status = rcache_status(err, true);
-
-		queue_rtr(rr->l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
-		rndv_recv_giveback(rr, status);
-		return;
-	}
-	rr->mr = mr;
-	rndv_send_rtr(rr);
-}
-
-void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_t status)
-{
-	struct link *l = link_find(d, node);
-
-	if (l)
-		queue_rtr(l, send_id, 0, 0, 0, 0, status);
-}
-
-bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
-			  sl_addr_t src, uint32_t sender_uid, uint64_t tag, uint64_t msg_len,
-			  uint64_t send_id)
-{
-	struct link *l = link_find(d, src.node);
-	struct rndv_recv *rr;
-	int rc, status;
-
-	/* A link that is down still takes it: the RTR waits for the
-	 * reconnect like every control frame.  (Past peer_timeout_ms the
-	 * peer's RTS headers were dropped, so none can match here.) */
-	if (!l)
-		return false;
-	rr = calloc(1, sizeof(*rr));
-	if (!rr) {
-		queue_rtr(l, send_id, 0, 0, 0, 0, SL_NAK_BUSY);
-		return false;
-	}
-	rr->l = l;
-	rr->q = q;
-	rr->r = r;
-	rr->src = src;
-	rr->sender_uid = sender_uid;
-	rr->tag = tag;
-	rr->msg_len = msg_len;
-	rr->wlen = msg_len < r->desc.len ? msg_len : r->desc.len;
-	rr->send_id = send_id;
-	if (++l->next_recv_id == 0)
-		l->next_recv_id = 1;
-	rr->recv_id = l->next_recv_id;
-	queue_get(q);
-	TAILQ_INSERT_TAIL(&l->rndv_rx, rr, link);
-	l->n_rndv_rx++;
-	TAILQ_INSERT_TAIL(&q->claims, rr, qlink);
-	if (rr->wlen == 0) {
-		rndv_send_rtr(rr);
-		return true;
-	}
-	rcache_req_init(&rr->req, recv_reg_done, rr);
-	rc = rcache_get(d->rc, q->id, r->desc.addr, rr->wlen, ev_now(d->loop), &rr->req, &rr->mr);
-	if (rc == 0) {
-		rndv_send_rtr(rr);
-		return true;
-	}
-	if (rc == -EINPROGRESS) {
-		rr->reg_waiting = true;
-		daemon_rcache_arm(d);
-		return true;
-	}
-	status = rcache_status(rc, true);
-	queue_rtr(l, send_id, 0, 0, 0, 0, (uint32_t)status);
-	rr->r = NULL;
-	rndv_recv_free(rr);
-	if (status != SL_ERR_REG_LIMIT)
-		return false;
-	/* No retry would register that much here: back in its place the
-	 * receive would fail every such message without its owner knowing. */
-	l->rndv_rx_failed++;
-	queue_complete(&r->desc, status, &(struct desc_msg){ .src = src,
-			.sender_uid = SL_UID_UNKNOWN, .tag = tag, .len = msg_len });
-	free(r);
-	return true;
-}
-
-static int process_fin(struct link *l, uint32_t recv_id, uint32_t status)
-{
-	struct rndv_recv *rr = find_rndv_recv(l, recv_id);
-
-	if (!rr && status != SL_OK && recv_id <= l->next_recv_id)
-		return 0;	/* given back here already (peer timeout) */
-	if (!rr || !rr->rtr_sent) {
-		peer_warn(l, "link %s: write or FIN for unknown rendezvous %u", l->peer->name,
-			  recv_id);
-		return -EPROTO;
-	}
-	if (rr->aborted) {
-		rndv_recv_free(rr);	/* no write of it will come now */
-		return 0;
-	}
-	if (status == SL_OK)
-		rndv_recv_complete(rr);
-	else
-		rndv_recv_giveback(rr, giveback_status(status));
-	daemon_wake(l->d);
-	return 0;
-}
-
-/* Take every request of this link out of the registration queue.  A
- * cancel may serve other waiters, whose callbacks may end operations, so
- * each walk starts again from the head; the link is down, so no new
- * request of it can be queued meanwhile. */
-static void cancel_reg_waits(struct link *l)
-{
-	struct link_frame *f;
-	struct rndv_recv *rr;
-
-again_tx:
-	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
-		if (f->reg_waiting) {
-			f->reg_waiting = false;
-			rcache_cancel(l->d->rc, &f->req);
-			goto again_tx;
-		}
-	}
-again_rx:
-	TAILQ_FOREACH(rr, &l->rndv_rx, link) {
-		if (rr->reg_waiting) {
-			rr->reg_waiting = false;
-			rcache_cancel(l->d->rc, &rr->req);
-			goto again_rx;
-		}
-	}
-}
-
-/* An RTR of ours went out (@f, just posted): remember its seq, so that a
- * reconnect knows whether the peer had it. */
-static void note_rtr_posted(struct link *l, const struct link_frame *f)
-{
-	struct rndv_recv *rr = find_rndv_recv(l, f->ctl_recv_id);
-
-	if (rr)
-		rr->rtr_seq = f->seq;
-}
-
-/*
- * RTR @f is about to be posted: give it a grant of exactly its receive's
- * range on the current connection (one per rendezvous and connection;
- * an RTR sent again on the same connection names the same grant).
- * Returns 0 (post it), or -ENOMEM (the transport is out of grants or SQ
- * room for a bind: it waits in the backlog like a refused post; a revoke
- * or completion drives it again).  Any other failure is a bug: the
- * rendezvous is refused with SL_NAK_BUSY and @f turned into that
- * refusal, so the sender is never left waiting.
- */
-static int rtr_grant(struct link *l, struct link_frame *f)
-{
-	struct rndv_recv *rr;
-	int rc;
-
-	if (f->ctl_status != SL_OK || f->rtr_len == 0)
-		return 0;
-	rr = find_rndv_recv(l, f->ctl_recv_id);
-	if (!rr || rr->aborted || !rr->mr)
-		return 0;
-	if (!rr->grant_rkey) {
-		rc = l->d->xp->ops->grant(l->conn, rr->mr->handle, rndv_recv_raddr(rr),
-					  rr->wlen, &rr->grant_rkey);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0) {
-			log_err("link %s: no grant for rendezvous %u: %s", l->peer->name,
-				rr->recv_id, strerror(-rc));
-			rr->grant_rkey = 0;
-			f->ctl_status = SL_NAK_BUSY;
-			f->ctl_recv_id = 0;
-			f->rtr_raddr = f->rtr_len = 0;
-			f->rtr_rkey = f->rtr_offset = 0;
-			rndv_recv_giveback(rr, SL_NAK_BUSY);
-			return 0;
-		}
-	}
-	f->rtr_rkey = rr->grant_rkey;
-	return 0;
-}
-
-/* The connection is gone, and every grant with it (xport.h). */
-static void rndv_recv_grants_lost(struct link *l)
-{
-	struct rndv_recv *rr;
-
-	TAILQ_FOREACH(rr, &l->rndv_rx, link)
-		rr->grant_rkey = 0;
-}
-
-/*
- * A write of @rr's rendezvous was refused (outside its grant, or after
- * it): the rendezvous fails with @status on both sides, as an access
- * error, and its grant ends at once, so no later write of it lands
- * either.  The receive completes with @status (its buffer may hold part
- * of the data); the sender hears it through the abort's RTR.  The link
- * and every other rendezvous go on.
- */
-static void rndv_recv_fail(struct rndv_recv *rr, int status)
-{
-	rndv_recv_revoke(rr);
-	if (rr->aborted)
-		return;
-	queue_complete(&rr->r->desc, status, &(struct desc_msg){ .src = rr->src,
-			.sender_uid = SL_UID_UNKNOWN, .tag = rr->tag, .len = rr->msg_len });
-	rndv_recv_abort(rr, status);
-}
-
-static struct rndv_recv *find_rndv_recv_by_grant(struct link *l, uint32_t rkey)
-{
-	struct rndv_recv *rr;
-
-	TAILQ_FOREACH(rr, &l->rndv_rx, link)
-		if (rr->grant_rkey == rkey)
-			return rr;
-	return NULL;
-}
-
-/* Forget every RTR for @recv_id not yet acked: queued, or sent on a
- * connection that broke (the peer may not have it; if it does, it has
- * stopped writing since, and waits for the next RTR). */
-static void drop_queued_rtr(struct link *l, uint32_t recv_id)
-{
-	struct link_frame *f, *next;
-
-	for (f = TAILQ_FIRST(&l->backlog); f && !is_send(f); f = next) {
-		next = TAILQ_NEXT(f, link);
-		if (f->type == SL_WIRE_RTR && f->ctl_recv_id == recv_id)
-			ctl_free(l, f);
-	}
-	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
-		next = TAILQ_NEXT(f, link);
-		if (f->type == SL_WIRE_RTR && f->ctl_recv_id == recv_id)
-			ctl_free(l, f);
-	}
-}
-
-/*
- * Every operation waiting on this link ends with @status: sends queued,
- * in flight or in rendezvous; receiving rendezvous give their receive
- * back (completing it with @status only where it was overtaken); the
- * unexpected RTS headers from the peer go.  @tell: the peer is the same
- * incarnation and will hear of it (it may not have given up itself): each
- * rendezvous it started is refused with @status.  Control frames stay for
- * it, unless @drop_ctl (a new incarnation, or we are stopping).
+ * Every operation waiting on this link ends with @status: its own
+ * messages, queued or unacknowledged, then what the layer above has
+ * under way with the peer (link_handlers.failed: @tell, the peer is the
+ * same incarnation and will hear of it).  Control frames stay for the
+ * peer, unless @drop_ctl (a new incarnation, or we are stopping).
  */
 static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl)
 {
-	struct daemon *d = l->d;
-	struct link_frame *f, *next;
-	struct rndv_recv *rr;
-
-	/* First out of the registration queue: a registration freed below
-	 * must not call back into an operation of this link while we walk
-	 * its lists. */
-	cancel_reg_waits(l);
 	fail_list(l, &l->backlog, status, drop_ctl);
-	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
-		next = TAILQ_NEXT(f, link);
-		if (is_send(f))
-			send_decide(l, f, status);	/* its seq is abandoned */
-		else if (drop_ctl)
-			ctl_free(l, f);
-	}
-	/* Not "while first": a send whose WR were still posted would stay
-	 * (it finishes at its last completion) and that loop never end. */
-	for (f = TAILQ_FIRST(&l->rndv_tx); f; f = next) {
-		next = TAILQ_NEXT(f, rlink);
-		send_decide(l, f, status);
-	}
-	l_up(l)->drop_rndv_from(d, l->node_id, status, tell);
-	while ((rr = TAILQ_FIRST(&l->rndv_rx))) {
-		if (rr->aborted) {
-			/* Its abort stays queued for the peer (or goes with a
-			 * dead one); nothing writes until it has been heard. */
-			rndv_recv_free(rr);
-			continue;
-		}
-		if (tell) {
-			/* Its buffer goes back: no RTR of ours may still send
-			 * the peer writing into it. */
-			drop_queued_rtr(l, rr->recv_id);
-			queue_rtr(l, rr->send_id, 0, 0, 0, 0, (uint32_t)status);
-		}
-		rndv_recv_giveback(rr, status);
-	}
+	/* Their seqs are abandoned. */
+	fail_list(l, &l->unacked, status, drop_ctl);
+	l_up(l)->failed(l, status, tell);
 }
 
 /* ---- connection management ---- */
@@ -1539,34 +871,9 @@ static void timeout_arm(struct link *l);
  */
 static void link_timed_out(struct link *l, bool bye);
 
-/*
- * A write the peer's device refused (verbs: IBV_WC_REM_ACCESS_ERR, which
- * breaks the QP) went outside its grant: its rendezvous fails
- * SL_ERR_ACCESS at both ends (the FIN tells the receiver), as the tcp
- * transport's check makes it fail, instead of being written again after
- * the reconnect and breaking the next connection too.  Called once every
- * WR has completed (the connection is gone).
- */
-static void rndv_tx_refused(struct link *l)
-{
-	struct link_frame *f;
-
-again:
-	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
-		if (!f->write_refused)
-			continue;
-		f->write_refused = false;
-		if (frame_decided(f))
-			continue;
-		link_queue_fin(l, f->recv_id, SL_ERR_ACCESS);
-		if (send_decide(l, f, SL_ERR_ACCESS))
-			goto again;	/* @f left the list */
-	}
-}
-
 static void link_went_down(struct link *l, int err)
 {
-	struct link_frame *f;
+	struct link_writer *w;
 
 	snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
 		 l->state == LINK_UP ? "connection lost" : "connecting",
@@ -1597,18 +904,9 @@ static void link_went_down(struct link *l, int err)
 	ev_timer_stop(l->d->loop, &l->alive_w);
 	/* The transport has completed every WR (flush errors) before
 	 * closed(), so nothing is posted any more. */
-	while ((f = TAILQ_FIRST(&l->writes)))
-		writes_remove(l, f);
-	rndv_recv_grants_lost(l);
-	TAILQ_FOREACH(f, &l->rndv_tx, rlink) {
-		if (!f->recv_id || frame_decided(f))
-			continue;
-		f->rtr_stale = true;
-		f->w_off = 0;
-		f->last_posted = false;
-		f->write_failed = false;
-	}
-	rndv_tx_refused(l);
+	while ((w = TAILQ_FIRST(&l->writes)))
+		link_writer_stop(l, w);
+	l_up(l)->went_down(l);
 	if (l->d->stopping)
 		return;
 	if (l->bye_rx) {
@@ -1798,25 +1096,28 @@ bool link_node_timed_out(struct daemon *d, uint32_t node)
  */
 static void link_timed_out(struct link *l, bool bye)
 {
+	uint32_t sending, receiving, past;
+
 	l->timed_out = true;
+	l_up(l)->counts(l, &sending, &receiving, &past);
 	if (bye)
 		peer_info(l, "link %s: the peer stopped (BYE): failing %u queued sends, %u "
 			  "unacknowledged, %u rendezvous sending, %u receiving, and new ones "
 			  "until it is back", l->peer->name, l->n_backlog - l->n_ctl,
-			  l->n_unacked_data, l->n_rndv_tx, l->n_rndv_rx);
+			  l->n_unacked_data, sending, receiving);
 	else
 		log_warn("link %s: down for %.1f s (peer_timeout_ms %u): failing %u queued "
 			 "sends, %u unacknowledged, %u rendezvous sending, %u receiving, and new "
 			 "ones until it is back", l->peer->name, ev_now(l->d->loop) - l->down_since,
 			 l->d->cfg.peer_timeout_ms, l->n_backlog - l->n_ctl, l->n_unacked_data,
-			 l->n_rndv_tx, l->n_rndv_rx);
+			 sending, receiving);
 	if (!bye)
 		l->peer_timeouts++;
 	if (!bye && !l->dialer && !l->connects)
 		link_diag_never_dialed(l);
 	/* After a BYE the incarnation is over: nothing to tell it later. */
 	fail_everything(l, SL_ERR_PEER_DOWN, !bye, bye);
-	l_up(l)->fail_recvs_from(l->d, l->node_id, SL_ERR_PEER_DOWN);
+	l_up(l)->peer_timed_out(l);
 }
 
 static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1947,28 +1248,28 @@ static void alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* Send @f cannot have reached the peer's old incarnation: out of every
  * list and onto @keep, as if never posted (a new seq when it goes, EAGER
  * or RTS by the new incarnation's eager_max). */
-static void restart_keep(struct link *l, struct link_frame *f, struct link_frame_list *keep)
+static void restart_keep(struct link *l, struct link_msg *f, struct link_msg_list *keep)
 {
 	if (f->owner == FO_WIRE && !frame_move(l, f, OWN(FO_WIRE), FO_BACKLOG))
 		return;
 	list_unlink(l, f);
-	f->type = SL_WIRE_EAGER;
+	f->type = 0;	/* EAGER or RTS by the new incarnation's eager_max */
 	f->seq = 0;
 	f->maybe_reached = false;
 	TAILQ_INSERT_TAIL(keep, f, link);
 }
 
-/* Sends not yet decided that are unacknowledged or in rendezvous. */
-static uint32_t sends_posted(const struct link *l)
+/* Sends not yet decided that are unacknowledged or in rendezvous past
+ * their RTS; @rx_rndv: rendezvous receiving. */
+static uint32_t sends_posted(const struct link *l, uint32_t *rx_rndv)
 {
-	const struct link_frame *f;
-	uint32_t n = 0;
+	const struct link_msg *f;
+	uint32_t n = 0, tx_rndv, past;
 
 	TAILQ_FOREACH(f, &l->unacked, link)
 		n += is_send(f) && !frame_decided(f);
-	TAILQ_FOREACH(f, &l->rndv_tx, rlink)
-		n += f->where != FL_UNACKED && !frame_decided(f);
-	return n;
+	l_up(l)->counts(l, &tx_rndv, rx_rndv, &past);
+	return n + past;
 }
 
 /*
@@ -1983,9 +1284,9 @@ static uint32_t sends_posted(const struct link *l)
  */
 static void link_peer_restarted(struct link *l, uint64_t incarnation)
 {
-	struct link_frame_list keep = TAILQ_HEAD_INITIALIZER(keep);
-	struct link_frame *f, *next;
-	uint32_t kept = 0, failed;
+	struct link_msg_list keep = TAILQ_HEAD_INITIALIZER(keep);
+	struct link_msg *f, *next;
+	uint32_t kept = 0, failed, receiving;
 
 	l->peer_restarts++;
 	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
@@ -2002,13 +1303,13 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
 			kept++;
 		}
 	}
-	failed = sends_posted(l);
+	failed = sends_posted(l, &receiving);
 	l->restart_failed += failed;
 	l->restart_kept += kept;
 	peer_warn(l, "link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that "
 		  "may have reached it fail, %u that cannot have go to the new one; %u rendezvous "
 		  "receiving end", l->peer->name, (unsigned long long)incarnation,
-		  (unsigned long long)l->peer_incarnation, failed, kept, l->n_rndv_rx);
+		  (unsigned long long)l->peer_incarnation, failed, kept, receiving);
 	fail_everything(l, SL_ERR_PEER_RESTARTED, false, true);
 	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
 	while ((f = TAILQ_FIRST(&keep))) {
@@ -2028,8 +1329,7 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
  */
 static int link_resume(struct link *l, uint64_t peer_rx)
 {
-	struct link_frame *f, *prev, *first_data;
-	struct rndv_recv *rr;
+	struct link_msg *f, *prev, *first_data;
 
 	if (peer_rx > l->tx_seq) {
 		peer_warn(l, "link %s: HELLO says %llu frames arrived of %llu sent", l->peer->name,
@@ -2044,8 +1344,8 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 			  (unsigned long long)l->ack_rx);
 		return -EPROTO;
 	}
-	for (f = TAILQ_LAST(&l->unacked, link_frame_list); f && f->seq > peer_rx; f = prev) {
-		prev = TAILQ_PREV(f, link_frame_list, link);
+	for (f = TAILQ_LAST(&l->unacked, link_msg_list); f && f->seq > peer_rx; f = prev) {
+		prev = TAILQ_PREV(f, link_msg_list, link);
 		if (!frame_move(l, f, OWN(FO_WIRE), FO_BACKLOG))
 			continue;
 		TAILQ_REMOVE(&l->unacked, f, link);
@@ -2069,11 +1369,7 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 		}
 	}
 	l->tx_seq = peer_rx;
-	/* RTRs the peer had, for rendezvous whose writes the old connection
-	 * cut: ask again.  (Those it did not have are in the backlog now.) */
-	TAILQ_FOREACH(rr, &l->rndv_rx, link)
-		if (rr->rtr_sent && !rr->aborted && rr->rtr_seq && rr->rtr_seq <= peer_rx)
-			rndv_send_rtr(rr);
+	l_up(l)->resumed(l, peer_rx);
 	return 0;
 }
 
@@ -2143,7 +1439,8 @@ static void up_accepted(struct xport *x, struct xport_conn *c)
 static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int status)
 {
 	struct link *l = ctx;
-	struct link_frame *f = (struct link_frame *)(uintptr_t)(wr_id & ~(uint64_t)1);
+	void *owner = (void *)(uintptr_t)(wr_id & ~(uint64_t)1);
+	struct link_msg *f;
 
 	if (!l)
 		return;
@@ -2156,39 +1453,35 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	 * (any release re-drives the deferred work; Open MPI issue 92). */
 	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
 		daemon_wake(l->d);
-	if (!f)
+	if (!owner)
 		return;	/* a control frame */
+	if (wr_id & 1) {
+		struct link_writer *w = owner;
+
+		w->ops->wr_done(w, l, status);
+		return;
+	}
+	f = owner;
 	f->wrs--;
-	if (!(wr_id & 1))
-		f->maybe_reached = status != XPORT_WR_UNSENT;
-	/* An RDMA write error is followed by closed(), which fails the
-	 * send; success waits for the receiver's DONE. */
-	if ((wr_id & 1) && status)
-		f->write_failed = true;
-	if ((wr_id & 1) && status == -EACCES)
-		f->write_refused = true;
-	send_try_finish(l, f);
+	f->maybe_reached = status != XPORT_WR_UNSENT;
+	msg_try_finish(l, f);
 }
 
 /* @ack is at most tx_seq: up_recv checked it before the frame acted. */
 static int process_ack(struct link *l, uint64_t ack)
 {
-	struct link_frame *f, *next;
+	struct link_msg *f, *next;
 
 	if (ack <= l->ack_rx)
 		return 0;
 	l->ack_rx = ack;
 	for (f = TAILQ_FIRST(&l->unacked); f && f->seq <= ack; f = next) {
 		next = TAILQ_NEXT(f, link);
-		if (f->type == SL_WIRE_RTS) {
-			/* The RTS is in; the rendezvous goes on without it. */
-			unacked_remove(l, f);
-			send_try_finish(l, f);
-		} else if (f->type == SL_WIRE_EAGER) {
-			send_decide(l, f, SL_OK);
-		} else {
+		/* A message is in (an RTS's rendezvous goes on above us). */
+		if (is_send(f))
+			msg_decide(l, f, SL_OK);
+		else
 			ctl_free(l, f);
-		}
 	}
 	ack_timer_progress(l);
 	return 0;
@@ -2196,7 +1489,7 @@ static int process_ack(struct link *l, uint64_t ack)
 
 static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 {
-	struct link_frame *f;
+	struct link_msg *f;
 
 	l->naks_rx++;
 	TAILQ_FOREACH(f, &l->unacked, link) {
@@ -2206,7 +1499,7 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 		 * RTR, FIN, DONE or NAK would complete no send. */
 		if (!is_send(f))
 			break;
-		send_decide(l, f, (int32_t)wf->u.nak.status);
+		msg_decide(l, f, (int32_t)wf->u.nak.status);
 		return 0;
 	}
 	if (f) {
@@ -2240,44 +1533,15 @@ static int rx_sequence(struct link *l, uint64_t seq)
 	return 1;
 }
 
-static int process_eager(struct link *l, const struct sl_wire_frame *wf,
-			 const uint8_t *payload)
+/* A data frame (EAGER, RTS) for the layer above: what it refuses is
+ * NAKed, by seq, with its status. */
+static int process_data(struct link *l, const struct sl_wire_frame *wf, const uint8_t *payload)
 {
-	struct daemon *d = l->d;
-	int status;
+	int status = wf->type == SL_WIRE_EAGER ? l_up(l)->eager(l, wf, payload)
+					       : l_up(l)->rts(l, wf);
 
-	if (wf->u.eager.dst_node != d->cfg.node_id) {
-		status = SL_ERR_NO_ENDPOINT;
-	} else if (wf->payload_len > d->cfg.eager_max) {
-		status = SL_ERR_INVALID;
-	} else {
-		status = l_up(l)->deliver(d, (sl_addr_t){ l->node_id, wf->u.eager.src_port },
-					link_auth_sender_uid(l, wf->u.eager.sender_uid),
-					wf->u.eager.dst_port, wf->u.eager.tag, payload,
-					wf->payload_len);
-		d->ctr.remote_msgs_rx++;
-	}
-	if (status == SL_OK) {
-		l->msgs_rx++;
-		l->bytes_rx += wf->payload_len;
-	}
-	if (status != SL_OK)
-		queue_nak(l, wf->seq, (uint32_t)status);
-	return 0;
-}
-
-static int process_rts(struct link *l, const struct sl_wire_frame *wf)
-{
-	struct daemon *d = l->d;
-	int status;
-
-	if (wf->u.rts.dst_node != d->cfg.node_id)
-		status = SL_ERR_NO_ENDPOINT;
-	else
-		status = l_up(l)->deliver_rts(d, (sl_addr_t){ l->node_id, wf->u.rts.src_port },
-					    link_auth_sender_uid(l, wf->u.rts.sender_uid),
-					    wf->u.rts.dst_port, wf->u.rts.tag,
-					    wf->u.rts.msg_len, wf->u.rts.send_id);
+	if (status < 0)
+		return status;
 	if (status != SL_OK)
 		queue_nak(l, wf->seq, (uint32_t)status);
 	return 0;
@@ -2406,22 +1670,20 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	}
 	switch (wf->type) {
 	case SL_WIRE_EAGER:
-		rc = process_eager(l, wf, payload);
-		break;
 	case SL_WIRE_RTS:
-		rc = process_rts(l, wf);
+		rc = process_data(l, wf, payload);
 		break;
 	case SL_WIRE_NAK:
 		rc = process_nak(l, wf);
 		break;
 	case SL_WIRE_RTR:
-		rc = process_rtr(l, wf);
+		rc = l_up(l)->rtr(l, wf);
 		break;
 	case SL_WIRE_FIN:
-		rc = process_fin(l, wf->u.fin.recv_id, wf->u.fin.status);
+		rc = l_up(l)->fin(l, wf->u.fin.recv_id, wf->u.fin.status);
 		break;
 	case SL_WIRE_DONE:
-		rc = process_done(l, wf->u.done.send_id);
+		rc = l_up(l)->done(l, wf->u.done.send_id);
 		break;
 	case SL_WIRE_ACK:
 		break;
@@ -2454,59 +1716,31 @@ static int up_write_imm(struct xport_conn *c, void *ctx, uint32_t imm)
 	if (!l || l->conn != c)
 		return -EPROTO;
 	note_heard(l);
-	return process_fin(l, imm, SL_OK);
+	return l_up(l)->write_imm(l, imm);
 }
 
-/* A whole RDMA write landed (tcp): the rendezvous it belongs to has its
- * bytes up to there in place, so that a reconnect resumes after them.
- * Writes of one rendezvous land in order, from the offset its last RTR
- * named, so the one whose next byte the write starts at is its owner
- * (receives on overlapping buffers could be told apart by nothing, but
- * their bytes are mixed up whatever we do).  Writes of a connection
- * already replaced do not count. */
+/* A whole RDMA write landed (tcp), on the current connection (writes of
+ * one already replaced do not count). */
 static void up_write_placed(struct xport_conn *c, void *ctx, uint32_t rkey, uint64_t raddr,
 			    uint32_t len)
 {
 	struct link *l = ctx;
-	struct rndv_recv *rr;
 
-	if (!l || l->conn != c || len == 0)
+	if (!l || l->conn != c)
 		return;
-	TAILQ_FOREACH(rr, &l->rndv_rx, link) {
-		if (rr->aborted || !rr->grant_rkey || rr->grant_rkey != rkey ||
-		    raddr != rndv_recv_raddr(rr) + rr->placed)
-			continue;
-		if (len <= rr->wlen - rr->placed)
-			rr->placed += len;
-		return;
-	}
+	l_up(l)->write_placed(l, rkey, raddr, len);
 }
 
-/*
- * A write outside its grant (tcp): the transport placed none of it and
- * keeps the stream.  The rendezvous whose grant it named fails; so does
- * the one its immediate names, whose end that write was meant to be (no
- * FIN comes after a last write, so it is released here).  A key granted
- * to nobody now (a write after its rendezvous ended) costs nothing.
- */
+/* A write outside its grant (tcp): the transport placed none of it and
+ * keeps the stream; the rendezvous it names fail, not the link. */
 static int up_write_refused(struct xport_conn *c, void *ctx, uint32_t rkey, bool has_imm,
 			    uint32_t imm)
 {
 	struct link *l = ctx;
-	struct rndv_recv *rr;
 
 	if (!l || l->conn != c)
 		return -EPROTO;
-	if (rkey && (rr = find_rndv_recv_by_grant(l, rkey)))
-		rndv_recv_fail(rr, SL_ERR_ACCESS);
-	if (has_imm && (rr = find_rndv_recv(l, imm))) {
-		if (!rr->rtr_sent)
-			return -EPROTO;	/* as process_fin: it asked for no write */
-		rndv_recv_fail(rr, SL_ERR_ACCESS);
-		rndv_recv_free(rr);
-	}
-	daemon_wake(l->d);
-	return 0;
+	return l_up(l)->write_refused(l, rkey, has_imm, imm);
 }
 
 static void up_closed(struct xport_conn *c, void *ctx, int err)
@@ -2579,10 +1813,12 @@ int link_setup_all(struct daemon *d, const struct link_handlers *up)
 		l->updown_at = l->down_since;
 		TAILQ_INIT(&l->backlog);
 		TAILQ_INIT(&l->unacked);
-		TAILQ_INIT(&l->rndv_tx);
 		TAILQ_INIT(&l->writes);
-		TAILQ_INIT(&l->rndv_rx);
-		TAILQ_INIT(&l->reap);
+		l->upper = up->attach(l);
+		if (!l->upper) {
+			free(l);
+			return -ENOMEM;
+		}
 		ev_timer_init(&l->retry_w, retry_cb, 0.0, 0.0);
 		l->retry_w.data = l;
 		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
@@ -2699,9 +1935,11 @@ void link_teardown_all(struct daemon *d)
 		/* The close flushed every WR: nothing is posted any more. */
 		fail_everything(l, SL_ERR_CANCELED, false, true);
 		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));
+		l_up(l)->detach(l, l->upper);
 		free(l);
 	}
 	free(d->links);
 	d->links = NULL;
 	d->n_links = 0;
 }
+

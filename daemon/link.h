@@ -40,6 +40,15 @@
  * nudge (links are not authenticated yet), so it only ever makes a down
  * link dial early, or an up one send a keepalive, never breaks a link.
  *
+ * The link is a reliable frame channel and knows nothing of descriptors,
+ * queues or rendezvous: the layer above (rndv.h, engine.h) hands it
+ * messages (struct link_msg, a data frame that it encodes when it is
+ * posted), control frames (RTR, FIN, DONE) and writers (struct
+ * link_writer, the RDMA write segments of a rendezvous), and it hands up,
+ * through struct link_handlers, the frames that layer owns (EAGER, RTS,
+ * RTR, FIN, DONE, writes landing) and the link's events (down, resumed,
+ * failed).  What follows describes both, as they work together.
+ *
  * Rendezvous (messages above the peer's eager_max): the send's frame goes
  * out as an RTS and stays the owner of its descriptor.  When the peer's
  * RTR names a registered destination, the sender registers its source
@@ -74,248 +83,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
-#include <ev.h>
 
-#include "config.h"
-#include "desc.h"
 #include "link_table.h"
 #include "log.h"
-#include "match.h"
-#include "queue.h"
-#include "rcache.h"
+#include "sl_wire.h"
 #include "sluice.h"
 #include "xport/xport.h"
 
 struct daemon;
-struct queue;
-struct sl_sqe;
+struct link;		/* private: link_impl.h, the links' floor only */
+struct link_stats;
 
 enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_HELLO, LINK_UP };
-
-/* Where a frame's main list entry is. */
-enum frame_list { FL_NONE, FL_BACKLOG, FL_UNACKED };
-
-/*
- * Who decides what happens to a frame next: exactly one owner at a time.
- * Legal moves (link.c, frame_move()):
- *   BACKLOG -> WIRE      posted to the transport
- *   WIRE -> BACKLOG      sent again after a reconnect
- *   WIRE -> RNDV         a send's RTS answered by an RTR (RNDV -> RNDV:
- *                        the RTR sent again after a reconnect)
- *   BACKLOG, WIRE, RNDV -> DECIDED   its status is known (DECIDED ->
- *                        DECIDED keeps the first status)
- *   DECIDED -> CLIENT    the CQE is written; the frame is freed
- * Control frames go BACKLOG -> WIRE and are freed from either.  Anything
- * else is a bug: an assert in debug builds, and with NDEBUG the move is
- * refused, counted (link.X.illegal_moves) and logged.
- */
-enum frame_owner { FO_BACKLOG, FO_WIRE, FO_RNDV, FO_DECIDED, FO_CLIENT };
-
-/*
- * One frame owned by a link.  Control frames (NAK, RTR, FIN) live from
- * queuing until posted.  A send (EAGER or RTS) owns its descriptor, with
- * a queue reference, until it completes: after its ACK or NAK (eager), or
- * after its RDMA write or a failure (rendezvous), and never while the
- * transport still holds a WR that names it (wrs > 0).
- */
-struct link_frame {
-	TAILQ_ENTRY(link_frame) link;	/* backlog or unacked */
-	TAILQ_ENTRY(link_frame) rlink;	/* rndv_tx: rendezvous under way */
-	TAILQ_ENTRY(link_frame) wlink;	/* writes: RDMA write to post; or
-					 * reap: failed inside a callback */
-	uint8_t type;		/* enum sl_wire_type; SL_WIRE_EAGER for a send
-				 * until it is posted as an RTS */
-	uint8_t where;		/* enum frame_list */
-	uint8_t owner;		/* enum frame_owner */
-	bool in_rndv, in_writes, in_reap;
-	bool last_posted;	/* the write with the immediate is posted */
-	bool write_failed;	/* a write completed with an error */
-	bool write_refused;	/* ... -EACCES: outside its grant (verbs) */
-	bool maybe_reached;	/* send: its last posted frame may have reached
-				 * the peer (its WR did not complete
-				 * XPORT_WR_UNSENT); such a send fails when the
-				 * peer restarts, others go to the new one */
-	bool deferred;		/* control: a post was refused (counted once) */
-	bool rtr_stale;		/* rendezvous send: the connection broke after
-				 * its RTR; it writes again only on a new one */
-	uint32_t wrs;		/* posted WRs naming this frame */
-	uint64_t seq;		/* sequence number once posted */
-	/* Sends: the originating descriptor, holding a reference on its
-	 * queue (desc.q; sent from its port). */
-	struct desc desc;
-	int32_t status;		/* completion status once decided */
-	/* Rendezvous send state. */
-	uint64_t send_id;
-	bool reg_waiting;	/* req is queued in the registration cache */
-	uint32_t recv_id;
-	uint32_t rkey;
-	uint64_t raddr;
-	uint64_t wlen;		/* bytes to write (the receive's capacity) */
-	uint64_t w_off;		/* bytes posted so far */
-	const struct rcache_mr *mr;
-	struct rcache_req req;
-	/* Control frames. */
-	uint64_t nak_seq;
-	uint32_t ctl_status;	/* NAK, RTR, FIN */
-	uint64_t ctl_send_id;
-	uint64_t rtr_raddr;
-	uint64_t rtr_len;
-	uint32_t rtr_rkey;
-	uint32_t rtr_offset;	/* bytes already in place (an RTR sent again) */
-	uint32_t ctl_recv_id;	/* RTR, FIN */
-};
-TAILQ_HEAD(link_frame_list, link_frame);
-
-/* Receiving side of one rendezvous, from the match until the data is in
- * place (write-with-immediate or FIN) or the rendezvous fails. */
-struct rndv_recv {
-	TAILQ_ENTRY(rndv_recv) link;	/* link->rndv_rx */
-	TAILQ_ENTRY(rndv_recv) qlink;	/* q->claims */
-	struct link *l;
-	struct queue *q;		/* holds a reference */
-	struct match_recv *r;		/* the matched receive, unlinked */
-	sl_addr_t src;
-	uint32_t sender_uid;		/* for the completion (engine_deliver_rts) */
-	uint64_t tag;
-	uint64_t msg_len;		/* bytes the sender has */
-	uint64_t wlen;			/* bytes to be written: min(msg_len, capacity) */
-	uint64_t placed;		/* bytes from the start in place: whole writes
-					 * the transport saw land (write_placed); an
-					 * RTR sent again asks only for the rest */
-	uint64_t send_id;		/* the sender's name for it */
-	uint32_t recv_id;		/* ours, the write's immediate */
-	bool reg_waiting;
-	bool rtr_sent;
-	uint64_t rtr_seq;		/* seq our RTR went out with; 0 until then */
-	/* A message this receive would also have taken met a later-posted
-	 * receive: if this rendezvous fails, its receive cannot go back to
-	 * its place without breaking the order, so it completes instead. */
-	bool overtaken;
-	/* The receiving queue died after the RTR: nothing completes, but
-	 * the registration (and the queue's memory) is held until the
-	 * sender's FIN, or the immediate of a write already on its way,
-	 * says no write of it will come. */
-	bool aborted;
-	const struct rcache_mr *mr;
-	struct rcache_req req;
-	/* The grant our RTR carries (xport grant(): exactly the receive's
-	 * range, on l->conn), made when the RTR is posted, revoked when the
-	 * rendezvous ends or fails; it dies with the connection.  0: none. */
-	uint32_t grant_rkey;
-};
-
-/* Rendezvous sends that failed, remembered so that a late RTR (or one
- * sent again after a reconnect) is answered with the reason (a FIN with
- * SL_ERR_PEER_DOWN, say) rather than a bare cancel; the oldest are
- * forgotten first. */
-#define LINK_GONE_MAX 1024
-
-struct link {
-	struct daemon *d;
-	const struct peer_conf *peer;
-	uint32_t node_id;
-	enum link_state state;
-	bool dialer;			/* we connect; the peer accepts */
-	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
-	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
-	bool was_up;			/* up since the last timeout or start */
-	struct log_limit peer_log;	/* the lines its peer causes (link.c) */
-	bool dial_warned;		/* a connect failure was logged */
-	struct xport_conn *conn;
-	struct xport_conn *nudge;	/* accepter: telling the peer we started */
-	uint64_t peer_incarnation;
-	/* The one before it: a restart never comes back to it, two daemons
-	 * of one name take turns (link_diag_two_daemons). */
-	uint64_t peer_incarnation_prev;
-	uint32_t peer_eager_max;
-	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
-	/* Sequence state of this pair of incarnations (kept across
-	 * reconnects, reset when the peer restarts). */
-	uint64_t tx_seq;		/* last seq assigned */
-	uint64_t rx_seq;		/* last in-order seq received */
-	uint64_t ack_sent;		/* last cumulative ack sent */
-	uint64_t ack_rx;		/* highest cumulative ack received */
-	ev_tstamp ack_pending_since;	/* first frame received after ack_sent */
-	/* Frames not yet handed to the transport, in send order. */
-	struct link_frame_list backlog;
-	/* Data frames handed to the transport, waiting for ACK/NAK. */
-	struct link_frame_list unacked;
-	uint32_t n_backlog;		/* sends and control frames */
-	uint32_t n_ctl;			/* of those, control frames */
-	uint32_t n_unacked;
-	uint32_t n_unacked_data;	/* of those, EAGER and RTS: credits in use */
-	/* Rendezvous sends past their RTS (rlink), those with writes to post
-	 * (wlink), and rendezvous receives. */
-	struct link_frame_list rndv_tx;
-	struct link_frame_list writes;
-	struct link_frame_list reap;	/* decided in a callback, to finish */
-	struct rndv_recv_list rndv_rx;
-	uint32_t n_rndv_tx, n_writes, n_rndv_rx;
-	bool write_turn;		/* the next data post goes to a write */
-	uint64_t next_send_id;
-	uint32_t next_recv_id;
-	ev_timer retry_w;		/* a post failed with nothing in flight */
-	ev_timer redial_w;
-	ev_timer ack_w;			/* retransmission timer: armed while
-					 * frames wait for an ack */
-	ev_timer timeout_w;		/* peer_timeout_ms after going down */
-	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
-	uint32_t ack_backoff;		/* ack timer period / ack_timeout_ms */
-	/* The back-off's proving window (link.c, backoff_review): since
-	 * its last change or the link's last coming up, the longest wait
-	 * for ack progress and the longest gap between frames heard, s. */
-	ev_tstamp backoff_since, backoff_ack_wait, backoff_rx_gap;
-	/* Longest gaps between frames sent and between frames heard while
-	 * up, s (a stall of ours shows in both; compare loop_watch). */
-	ev_tstamp tx_gap_max, rx_gap_max;
-	ev_tstamp alive_due;		/* when alive_w is next due */
-	ev_tstamp heard_at;		/* last ack progress, or the first frame since
-					 * that waited for one */
-	ev_tstamp down_since;
-	/* Why the link last went down or a dial failed, for sluicectl
-	 * (admin.c); "" until either happens. */
-	char last_error[96];
-	/* Counters. */
-	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
-	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
-	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
-	uint64_t ctl_deferred;		/* control frames that had to wait */
-	uint64_t rndv_tx_done, rndv_rx_done, writes_tx;
-	uint64_t rndv_rx_failed;	/* receives completed with an error */
-	uint64_t retransmits;		/* frames sent again after a reconnect */
-	uint64_t rx_duplicates;		/* frames received twice, dropped */
-	uint64_t ack_timeouts;		/* connections broken for want of acks */
-	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
-	uint64_t peer_restarts;		/* new incarnations of the peer seen */
-	uint64_t restart_failed;	/* sends failed by those: may have reached it */
-	uint64_t restart_kept;		/* sends carried over to the new incarnation */
-	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
-	uint64_t rndv_restarts;		/* rendezvous writes started again */
-	uint64_t rndv_resumed_bytes;	/* of those, bytes not written again: the
-					 * receiver had them in place */
-	uint64_t tx_ahead_max;		/* most payload bytes a control frame, ACK
-					 * or keepalive was posted behind */
-	uint64_t illegal_moves;		/* frame_move() refused: a bug */
-	uint64_t silences;		/* connections broken: nothing heard */
-	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
-	/* Messages moved, and their payload bytes: sends the peer took
-	 * (completed SL_OK), messages from the peer delivered here (eager
-	 * accepted by a queue, rendezvous written in place). */
-	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
-	ev_tstamp updown_at;		/* ev_now() when the link last came up or
-					 * went down (from up), or was created */
-	/* Liveness (link.c, alive_cb): a frame goes out at least every
-	 * 0.5 s while the link is up (an ACK if nothing else does), and
-	 * nothing heard (no byte: xport last_rx) for max(ack_timeout_ms x
-	 * ack_backoff, 1 s) breaks the connection: an idle side learns of a
-	 * partition too, and the dialer redials. */
-	ev_timer alive_w;
-	ev_timer dial_w;		/* a dial that takes too long is redone; an
-					 * accepter's nudge, given up */
-	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
-	struct { uint64_t send_id; int32_t status; } gone[LINK_GONE_MAX];
-	uint32_t gone_next;		/* ring index */
-};
 
 /* Bytes per RDMA write WR of a rendezvous: the grain at which the
  * rendezvous of different clients, and their eager sends, take turns on
@@ -338,83 +117,239 @@ struct link {
  */
 #define LINK_TX_BUDGET (2u * LINK_WRITE_SEGMENT)
 
+
+/* ---- what the layer above hands down ---- */
+
+struct link_msg;
+struct link_writer;
+
+/* What the link asks of a message's owner (rndv.c's remote sends). */
+struct link_msg_ops {
+	/* @m is posted now (again after a reconnect or a peer's restart):
+	 * fill @wf's type (SL_WIRE_EAGER or SL_WIRE_RTS) and fields, and
+	 * for EAGER *@payload (wf->payload_len bytes, valid until done()).
+	 * @prev_type is what it went out as before on this incarnation (0:
+	 * never, or the peer restarted since); @eager_limit is the largest
+	 * payload both ends take eagerly.  The link sets seq and ack. */
+	void (*encode)(struct link_msg *m, struct link *l, uint8_t prev_type,
+		       uint64_t eager_limit, struct sl_wire_frame *wf, const void **payload);
+	/* The link is done with @m: @status SL_OK (an ACK covered it), the
+	 * status of the peer's NAK for it, or what ended it
+	 * (SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED, SL_ERR_CANCELED,
+	 * SL_ERR_INVALID, or link_msg_cancel's).  Called once, when no
+	 * WR of it is posted any more; @m is the caller's again. */
+	void (*done)(struct link_msg *m, struct link *l, int status);
+};
+
 /*
- * What a link hands to the layer above it: the messages and rendezvous
- * headers that arrive, and the receives and unexpected messages its
- * failures end.  The link calls only through this table, as the
- * transport calls the link only through struct xport_upcalls, so that no
- * function above the link is named in link.c.  The engine installs its
- * table (engine_link_handlers) with link_setup_all().
+ * A data frame the link carries for its owner, embedded in the owner's
+ * object: between link_post_msg() and ops->done() every field is the
+ * link's.  Frame ownership (link.c, frame_move()): BACKLOG -> WIRE
+ * (posted), WIRE -> BACKLOG (sent again after a reconnect), BACKLOG or
+ * WIRE -> DECIDED (its status known; the first decision wins), DECIDED ->
+ * CLIENT (done() called).  Any other move is a bug: an assert in debug
+ * builds, and with NDEBUG it is refused, counted (link.X.illegal_moves)
+ * and logged.
+ */
+struct link_msg {
+	TAILQ_ENTRY(link_msg) link;	/* backlog or unacked */
+	const struct link_msg_ops *ops;	/* NULL: a control frame (link.c) */
+	uint8_t type;		/* SL_WIRE_EAGER or _RTS once posted; 0 before */
+	uint8_t where;		/* link.c enum frame_list */
+	uint8_t owner;		/* link.c enum frame_owner */
+	bool deferred;		/* control: a post was refused (counted once) */
+	bool maybe_reached;	/* its last post may have reached the peer (its
+				 * WR did not complete XPORT_WR_UNSENT): such a
+				 * send fails when the peer restarts, others go
+				 * to the new incarnation */
+	uint32_t wrs;		/* posted WRs naming it */
+	uint64_t seq;		/* sequence number once posted */
+	int32_t status;		/* once decided */
+	uint64_t payload_len;	/* bytes of its last EAGER payload (memory
+				 * held for retransmission, sluicectl memory) */
+};
+
+/* What the link asks of a writer's owner (rndv.c's rendezvous sends). */
+struct link_writer_ops {
+	/* Fill @wr (all but wr_id) with the next RDMA write segment, at most
+	 * LINK_WRITE_SEGMENT bytes; the last carries the receiver's recv_id
+	 * as its immediate (wr->has_imm).  Called only while queued. */
+	void (*segment)(struct link_writer *w, struct link *l, struct xport_write_wr *wr);
+	/* The segment just filled was posted (@len bytes; @last: the one
+	 * with the immediate, after which the writer leaves the queue). */
+	void (*posted)(struct link_writer *w, struct link *l, uint32_t len, bool last);
+	/* The transport refused the segment with @err (not -ENOMEM, which
+	 * only waits): a bug of ours; the writer has left the queue. */
+	void (*refused)(struct link_writer *w, struct link *l, int err);
+	/* A posted segment's WR completed with @status (xport.h: 0, or
+	 * -EACCES for a write outside its grant, or another error). */
+	void (*wr_done)(struct link_writer *w, struct link *l, int status);
+};
+
+/* One rendezvous' RDMA writes, taking turns with the other writers and
+ * the sends of the link within LINK_TX_BUDGET.  Embedded in its owner. */
+struct link_writer {
+	TAILQ_ENTRY(link_writer) link;	/* the link's write queue */
+	const struct link_writer_ops *ops;
+	bool queued;
+};
+
+/*
+ * link_post_msg - @m (its owner's; @ops static) joins @l's backlog, to
+ * be sent in order after the messages already there, numbered when it is
+ * posted, and kept until the peer's ACK or NAK.  Returns 0, -EHOSTDOWN
+ * when the link has been down past peer_timeout_ms (the owner completes
+ * SL_ERR_PEER_DOWN), or -ENOBUFS when link_backlog_max messages already
+ * wait (SL_NAK_BUSY).  On error @m stays the caller's.
+ */
+int link_post_msg(struct link *l, struct link_msg *m, const struct link_msg_ops *ops);
+
+/* End @m now with @status, if the link still holds it and has not
+ * decided it: it leaves the backlog or the unacked list (its credit
+ * comes back, it is never sent again) and done() follows once no WR of
+ * it is posted.  Nothing when it is not the link's or decided already. */
+void link_msg_cancel(struct link *l, struct link_msg *m, int status);
+
+/* End with @status every message still waiting in @l's backlog for which
+ * @match says so (those posted complete as they would): each leaves the
+ * link and gets its done(). */
+void link_cancel_queued(struct link *l, bool (*match)(const struct link_msg *m, void *arg),
+			void *arg, int status);
+
+/* Has the peer certainly had @m, as seen by a frame carrying cumulative
+ * ack @ack: posted (not waiting in the backlog, as after a reconnect) and
+ * either acknowledged already (done) or covered by @ack?  For an RTR,
+ * which only the holder of the RTS can send. */
+bool link_msg_seen_by_peer(const struct link_msg *m, uint64_t ack);
+
+/*
+ * link_queue_ctl - a control frame of @type (SL_WIRE_RTR, _FIN, _DONE)
+ * for the peer, queued ahead of data after the control frames already
+ * queued, whatever the link's state: control frames are sequenced and
+ * outlive a broken connection.  Returns the frame for the caller to fill
+ * (wf->u; type, seq and ack are the link's), or NULL when out of memory:
+ * the link then breaks its connection, and both sides fail what was
+ * under way, each operation with its own status.
+ */
+struct sl_wire_frame *link_queue_ctl(struct link *l, uint8_t type);
+
+/* Forget every control frame of @l not yet acknowledged (queued, or sent
+ * on a connection that broke) for which @match says so. */
+void link_drop_ctl(struct link *l, bool (*match)(const struct sl_wire_frame *wf, void *arg),
+		   void *arg);
+
+/* @w has segments to post: it joins the write queue (and the engine is
+ * woken).  Nothing when queued already. */
+void link_writer_start(struct link *l, struct link_writer *w);
+/* @w leaves the write queue (nothing when not queued). */
+void link_writer_stop(struct link *l, struct link_writer *w);
+
+/*
+ * link_grant - a grant on @l's current connection for the peer to write
+ * [@addr, @addr + @len) of registration @mr_handle (xport.h grant()).
+ * Returns 0 with *@rkey, -ENOTCONN without a connection, -ENOMEM when
+ * the transport is out of grants (wait for a revoke), or another -errno.
+ */
+int link_grant(struct link *l, uint64_t mr_handle, uint64_t addr, uint64_t len, uint32_t *rkey);
+/* End grant @rkey on @l's connection (nothing without one): no write of
+ * the peer lands through it after this; a control frame refused for want
+ * of a grant may go now. */
+void link_revoke(struct link *l, uint32_t rkey);
+
+/* Count one message moved, of @bytes payload: sent (@tx, the peer took
+ * it) or received (delivered here).  sluicectl's rates come from these. */
+void link_count_msg(struct link *l, bool tx, uint64_t bytes);
+
+/* @l's daemon, peer node id and peer name (for log lines). */
+struct daemon *link_daemon(const struct link *l);
+uint32_t link_node(const struct link *l);
+const char *link_name(const struct link *l);
+/* The rate limit of the lines the peer causes at will (log.h). */
+struct log_limit *link_peer_log(struct link *l);
+/* The layer above's state for @l (link_handlers.attach's result). */
+void *link_upper(const struct link *l);
+
+/* The per-link figures of the rendezvous (rndv.c keeps them, sluicectl
+ * and the stats file show them as the link's: link.PEER.rndv_tx, ...). */
+struct link_rndv_counters {
+	uint32_t n_rndv_tx;		/* rendezvous sends under way (gauge) */
+	uint32_t n_rndv_rx;		/* rendezvous receives under way (gauge) */
+	uint64_t rndv_tx_done;		/* sends the receiver confirmed (DONE) */
+	uint64_t rndv_rx_done;		/* receives whose data came in */
+	uint64_t rndv_rx_failed;	/* receives completed with an error */
+	uint64_t rndv_restarts;		/* rendezvous writes started again */
+	uint64_t rndv_resumed_bytes;	/* of those, bytes not written again: the
+					 * receiver had them in place */
+};
+struct link_rndv_counters *link_rndv_counters(struct link *l);
+
+/* ---- what the link hands up ---- */
+
+/*
+ * The layer above's handlers, one table (as the transport calls the link
+ * only through struct xport_upcalls): no function above the link is
+ * named in link.c.  The engine installs its table (engine_link_handlers)
+ * with link_setup_all().  A frame handler runs for each new in-order
+ * frame of its type once (duplicates after a reconnect are dropped
+ * below it), before the frame's cumulative ack is applied; it returns
+ * SL_OK, or -EPROTO to break the connection; the EAGER and RTS handlers
+ * may also return a status the frame is NAKed with.
  */
 struct link_handlers {
-	/* An EAGER frame's message from @src for local port @dst_port;
-	 * @sender_uid is what link_auth_sender_uid() made of the frame's.
-	 * The payload is copied before return.  Returns SL_OK, or the
-	 * status the frame is NAKed with (SL_ERR_NO_ENDPOINT,
-	 * SL_NAK_RECEIVER_FULL, SL_NAK_BUSY). */
-	int (*deliver)(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
-		       uint64_t tag, const void *data, uint64_t len);
-	/* An RTS from @src for @dst_port: a @msg_len-byte message waiting
-	 * at the sender as rendezvous @send_id.  Returns as deliver(). */
-	int (*deliver_rts)(struct daemon *d, sl_addr_t src, uint32_t sender_uid,
-			   uint32_t dst_port, uint64_t tag, uint64_t msg_len, uint64_t send_id);
-	/* Receive @r of @q, taken by a rendezvous that failed before any
-	 * data moved, goes back among the posted receives. */
-	void (*repost)(struct queue *q, struct match_recv *r);
-	/* The unexpected rendezvous headers from @node go (@status; @tell:
-	 * each sender hears it). */
-	void (*drop_rndv_from)(struct daemon *d, uint32_t node, int status, bool tell);
-	/* The posted receives naming @node as their source complete
-	 * @status: it timed out. */
-	void (*fail_recvs_from)(struct daemon *d, uint32_t node, int status);
+	/* Per-link state of the layer above, made when the link is and
+	 * freed when it goes (NULL: out of memory; the link is not made). */
+	void *(*attach)(struct link *l);
+	void (*detach)(struct link *l, void *upper);
+
+	int (*eager)(struct link *l, const struct sl_wire_frame *wf, const uint8_t *payload);
+	int (*rts)(struct link *l, const struct sl_wire_frame *wf);
+	int (*rtr)(struct link *l, const struct sl_wire_frame *wf);
+	int (*fin)(struct link *l, uint32_t recv_id, uint32_t status);
+	int (*done)(struct link *l, uint64_t send_id);
+
+	/* An RTR of ours is about to be posted: 0 to post it (@wf may be
+	 * changed, e.g. into a refusal), or -ENOMEM to leave it queued (a
+	 * revoke or a completion drives it again). */
+	int (*rtr_prepare)(struct link *l, struct sl_wire_frame *wf);
+	/* An RTR of ours was posted with sequence number @seq. */
+	void (*rtr_posted)(struct link *l, const struct sl_wire_frame *wf, uint64_t seq);
+
+	/* Writes from the peer (xport.h write_imm, write_placed,
+	 * write_refused), on the link's current connection. */
+	int (*write_imm)(struct link *l, uint32_t imm);
+	void (*write_placed)(struct link *l, uint32_t rkey, uint64_t raddr, uint32_t len);
+	int (*write_refused)(struct link *l, uint32_t rkey, bool has_imm, uint32_t imm);
+
+	/* Every flush of @l starts here, before its frames are posted. */
+	void (*flush)(struct link *l);
+	/* The connection is gone, and with it every write in flight and
+	 * every grant; the write queue is empty. */
+	void (*went_down)(struct link *l);
+	/* A HELLO of the same incarnation: the peer has our frames up to
+	 * @peer_rx; the rest go again from the backlog. */
+	void (*resumed)(struct link *l, uint64_t peer_rx);
+	/*
+	 * Every operation of the layer above waiting on @l ends with
+	 * @status (the link's own messages were ended just before): the
+	 * peer timed out (SL_ERR_PEER_DOWN, @tell: it is the same
+	 * incarnation and will hear of refusals later), said BYE, restarted
+	 * (SL_ERR_PEER_RESTARTED), or we stop (SL_ERR_CANCELED).
+	 */
+	void (*failed)(struct link *l, int status, bool tell);
+	/* The posted receives naming the peer fail: it timed out. */
+	void (*peer_timed_out)(struct link *l);
+	/* Rendezvous under way for log lines: sending, receiving, and of
+	 * the sending ones those the link no longer holds (past the RTS). */
+	void (*counts)(const struct link *l, uint32_t *sending, uint32_t *receiving,
+		       uint32_t *past_rts);
+	/* The layer above's figures of @l into @st (link_get_stats). */
+	void (*stats)(const struct link *l, struct link_stats *st);
 };
 
 /* Create the links for every configured peer, handing up through @up
  * (kept; static storage).  Returns 0 or -errno. */
 int link_setup_all(struct daemon *d, const struct link_handlers *up);
 void link_teardown_all(struct daemon *d);
-
-
-/*
- * link_send - send validated send descriptor @dsc to the peer.
- * Takes a reference on its queue until the descriptor completes.  Returns 0,
- * -EHOSTDOWN when the link has been down past peer_timeout_ms (caller
- * completes SL_ERR_PEER_DOWN), -ENOBUFS when link_backlog_max sends
- * already wait, or -ENOMEM (caller completes SL_NAK_BUSY for both).
- */
-int link_send(struct link *l, const struct desc *dsc);
-
-/* A queue was closed: drop its sends that have not reached the transport
- * (those that have complete normally, discarded), and end the rendezvous
- * its receives were matched to: each sender completes SL_ERR_NO_ENDPOINT. */
-void link_cancel_queue(struct daemon *d, struct queue *q);
-
-/*
- * link_rndv_recv_start - receive @r of @q matched RTS @send_id of
- * @msg_len bytes from @src (a remote node), whose completion names
- * @sender_uid (engine_deliver_rts).  Registers the destination
- * (possibly waiting in the registration cache) and sends the RTR.  Takes
- * @r; when the rendezvous cannot start, @r goes back to its place among
- * the posted receives (or the next unexpected message it accepts is
- * delivered to it) and the sender is told with an RTR carrying the
- * status.  Returns true when it took @r (the rendezvous is under way, or
- * waiting for its registration, or @r completed SL_ERR_REG_LIMIT: what it
- * would take of this message is more than [rcache] max_bytes), false when
- * @r is still the caller's (the sender has been told, or the node is not
- * a peer).
- */
-bool link_rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
-			  sl_addr_t src, uint32_t sender_uid, uint64_t tag, uint64_t msg_len,
-			  uint64_t send_id);
-
-/* Tell the receiver of rendezvous @recv_id that the send ended without
- * writing (@status != SL_OK), or with (SL_OK, peers that do not use the
- * immediate). */
-void link_queue_fin(struct link *l, uint32_t recv_id, uint32_t status);
-
-/* An unexpected RTS from @node was dropped (its endpoint closed): tell
- * the sender with @status. */
-void link_rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint32_t status);
 
 /* Hand queued frames to the transport and write them (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep).

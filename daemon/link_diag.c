@@ -10,6 +10,7 @@
 
 #include "daemon.h"
 #include "link.h"
+#include "link_impl.h"
 #include "link_auth.h"
 #include "link_diag.h"
 #include "log.h"

@@ -5,6 +5,7 @@
 
 #include "daemon.h"
 #include "link.h"
+#include "link_impl.h"
 #include "link_table.h"
 
 struct link *link_find(struct daemon *d, uint32_t node_id)

@@ -388,7 +388,6 @@ static struct xport *create_transport(struct daemon *d)
 static void daemon_teardown(struct daemon *d)
 {
 	struct session *s;
-	struct queue *q;
 
 	d->stopping = true;
 	session_close_listener(d);
@@ -396,13 +395,7 @@ static void daemon_teardown(struct daemon *d)
 	if (d->xp)
 		link_teardown_all(d);
 	link_auth_destroy(d);
-	/* Local rendezvous sends wait in their receivers' queues: complete
-	 * them while their own queues are alive, whatever the order the
-	 * queues go in. */
-	engine_cancel_local_rndv(d, NULL);
-	copy_cancel_all(d);
-	TAILQ_FOREACH(q, &d->queues, all)
-		queue_end_receives(q, SL_ERR_CANCELED);
+	engine_stop(d);
 	daemon_flush_cq_wakeups(d);
 	while ((s = TAILQ_FIRST(&d->sessions)))
 		session_destroy(s);
@@ -503,6 +496,7 @@ int main(int argc, char **argv)
 	rc = link_auth_init(d);
 	if (rc)
 		goto out;
+	engine_init(d);
 	rc = link_setup_all(d, &engine_link_handlers);
 	if (rc) {
 		log_err("links: %s", strerror(-rc));

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "link.h"
+#include "link_impl.h"
 #include "mem_usage.h"
 #include "queue.h"
 #include "sl_wire.h"
@@ -44,7 +45,7 @@ int mem_rss_bytes(uint64_t *bytes)
 void mem_link_usage(const struct link *l, struct mem_link *m)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
-	const struct link_frame *f;
+	const struct link_msg *f;
 
 	memset(m, 0, sizeof(*m));
 	m->xport_known = ops->buffer_bytes != NULL;
@@ -53,7 +54,7 @@ void mem_link_usage(const struct link *l, struct mem_link *m)
 	TAILQ_FOREACH(f, &l->unacked, link) {
 		m->retransmit_frames++;
 		if (f->type == SL_WIRE_EAGER)
-			m->retransmit_bytes += f->desc.len;
+			m->retransmit_bytes += f->payload_len;
 	}
 }
 

@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "link.h"
+#include "link_impl.h"
 #include "link_auth.h"
 #include "log.h"
 #include "queue.h"
@@ -136,8 +137,8 @@ static const struct stat_desc link_stats[] = {
 	SPECIAL(SK_LINK_CREDITS, "credits"),
 	U64(struct link, backlog_naks, "backlog_naks"),
 	U32(struct link, n_unacked, "unacked"),
-	U32(struct link, n_rndv_tx, "rndv_tx"),
-	U32(struct link, n_rndv_rx, "rndv_rx"),
+	U32(struct link, rc.n_rndv_tx, "rndv_tx"),
+	U32(struct link, rc.n_rndv_rx, "rndv_rx"),
 	U32(struct link, n_writes, "writes_pending"),
 	U64(struct link, frames_tx, "frames_tx"),
 	U64(struct link, frames_rx, "frames_rx"),
@@ -146,9 +147,9 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link, post_enomem, "post_enomem"),
 	U64(struct link, ctl_deferred, "ctl_deferred"),
 	U64(struct link, writes_tx, "writes_tx"),
-	U64(struct link, rndv_tx_done, "rndv_tx_done"),
-	U64(struct link, rndv_rx_done, "rndv_rx_done"),
-	U64(struct link, rndv_rx_failed, "rndv_rx_failed"),
+	U64(struct link, rc.rndv_tx_done, "rndv_tx_done"),
+	U64(struct link, rc.rndv_rx_done, "rndv_rx_done"),
+	U64(struct link, rc.rndv_rx_failed, "rndv_rx_failed"),
 	U64(struct link, tx_seq, "tx_seq"),
 	U64(struct link, rx_seq, "rx_seq"),
 	U64(struct link, ack_rx, "acked"),
@@ -162,8 +163,8 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link, restart_kept, "restart_kept"),
 	U64(struct link, nudges_tx, "nudges_tx"),
 	U64(struct link, nudges_rx, "nudges_rx"),
-	U64(struct link, rndv_restarts, "rndv_restarts"),
-	U64(struct link, rndv_resumed_bytes, "rndv_resumed_bytes"),
+	U64(struct link, rc.rndv_restarts, "rndv_restarts"),
+	U64(struct link, rc.rndv_resumed_bytes, "rndv_resumed_bytes"),
 	U64(struct link, tx_ahead_max, "tx_ahead_max"),
 	U64(struct link, illegal_moves, "illegal_moves"),
 	U64(struct link, silences, "silences"),

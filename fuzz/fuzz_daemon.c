@@ -622,6 +622,7 @@ void fuzz_links_setup(struct daemon *d)
 	link_auth_destroy(d);
 	if (link_auth_init(d))
 		die("link_auth_init");
+	engine_init(d);
 	if (link_setup_all(d, &engine_link_handlers))
 		die("link_setup_all");
 }

@@ -1,0 +1,124 @@
+/*
+ * link_impl.h - the link's own state, for the files of the links' floor
+ * only: link.c (the frame channel), link_auth.c (the handshake),
+ * link_diag.c (its diagnostics), link_table.c (lookup by node) and
+ * link_stats.c (what sluicectl reads).  Everyone else sees struct link
+ * as an opaque handle (link.h); the layering check (layering.rules)
+ * holds the line.
+ */
+#ifndef SLD_LINK_IMPL_H
+#define SLD_LINK_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <ev.h>
+
+#include "config.h"
+#include "link.h"
+#include "log.h"
+#include "xport/xport.h"
+
+TAILQ_HEAD(link_msg_list, link_msg);
+TAILQ_HEAD(link_writer_list, link_writer);
+
+struct link {
+	struct daemon *d;
+	const struct peer_conf *peer;
+	uint32_t node_id;
+	enum link_state state;
+	bool dialer;			/* we connect; the peer accepts */
+	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
+	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
+	bool was_up;			/* up since the last timeout or start */
+	struct log_limit peer_log;	/* the lines its peer causes (link.c) */
+	bool dial_warned;		/* a connect failure was logged */
+	struct xport_conn *conn;
+	struct xport_conn *nudge;	/* accepter: telling the peer we started */
+	uint64_t peer_incarnation;
+	/* The one before it: a restart never comes back to it, two daemons
+	 * of one name take turns (link_diag_two_daemons). */
+	uint64_t peer_incarnation_prev;
+	uint32_t peer_eager_max;
+	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
+	/* Sequence state of this pair of incarnations (kept across
+	 * reconnects, reset when the peer restarts). */
+	uint64_t tx_seq;		/* last seq assigned */
+	uint64_t rx_seq;		/* last in-order seq received */
+	uint64_t ack_sent;		/* last cumulative ack sent */
+	uint64_t ack_rx;		/* highest cumulative ack received */
+	ev_tstamp ack_pending_since;	/* first frame received after ack_sent */
+	/* Frames not yet handed to the transport, in send order. */
+	struct link_msg_list backlog;
+	/* Frames handed to the transport, waiting for ACK/NAK. */
+	struct link_msg_list unacked;
+	uint32_t n_backlog;		/* sends and control frames */
+	uint32_t n_ctl;			/* of those, control frames */
+	uint32_t n_unacked;
+	uint32_t n_unacked_data;	/* of those, EAGER and RTS: credits in use */
+	/* Writers with RDMA write segments to post, in turn. */
+	struct link_writer_list writes;
+	uint32_t n_writes;
+	bool write_turn;		/* the next data post goes to a write */
+	void *upper;			/* the layer above's (link_handlers.attach) */
+	ev_timer retry_w;		/* a post failed with nothing in flight */
+	ev_timer redial_w;
+	ev_timer ack_w;			/* retransmission timer: armed while
+					 * frames wait for an ack */
+	ev_timer timeout_w;		/* peer_timeout_ms after going down */
+	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
+	uint32_t ack_backoff;		/* ack timer period / ack_timeout_ms */
+	/* The back-off's proving window (link.c, backoff_review): since
+	 * its last change or the link's last coming up, the longest wait
+	 * for ack progress and the longest gap between frames heard, s. */
+	ev_tstamp backoff_since, backoff_ack_wait, backoff_rx_gap;
+	/* Longest gaps between frames sent and between frames heard while
+	 * up, s (a stall of ours shows in both; compare loop_watch). */
+	ev_tstamp tx_gap_max, rx_gap_max;
+	ev_tstamp alive_due;		/* when alive_w is next due */
+	ev_tstamp heard_at;		/* last ack progress, or the first frame since
+					 * that waited for one */
+	ev_tstamp down_since;
+	/* Why the link last went down or a dial failed, for sluicectl
+	 * (admin.c); "" until either happens. */
+	char last_error[96];
+	/* Counters. */
+	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
+	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
+	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
+	uint64_t ctl_deferred;		/* control frames that had to wait */
+	uint64_t writes_tx;		/* RDMA write segments posted */
+	uint64_t retransmits;		/* frames sent again after a reconnect */
+	uint64_t rx_duplicates;		/* frames received twice, dropped */
+	uint64_t ack_timeouts;		/* connections broken for want of acks */
+	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
+	uint64_t peer_restarts;		/* new incarnations of the peer seen */
+	uint64_t restart_failed;	/* sends failed by those: may have reached it */
+	uint64_t restart_kept;		/* sends carried over to the new incarnation */
+	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
+	uint64_t tx_ahead_max;		/* most payload bytes a control frame, ACK
+					 * or keepalive was posted behind */
+	uint64_t illegal_moves;		/* frame_move() refused: a bug */
+	uint64_t silences;		/* connections broken: nothing heard */
+	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
+	/* Messages moved, and their payload bytes: sends the peer took
+	 * (completed SL_OK), messages from the peer delivered here (eager
+	 * accepted by a queue, rendezvous written in place). */
+	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
+	ev_tstamp updown_at;		/* ev_now() when the link last came up or
+					 * went down (from up), or was created */
+	/* Liveness (link.c, alive_cb): a frame goes out at least every
+	 * 0.5 s while the link is up (an ACK if nothing else does), and
+	 * nothing heard (no byte: xport last_rx) for max(ack_timeout_ms x
+	 * ack_backoff, 1 s) breaks the connection: an idle side learns of a
+	 * partition too, and the dialer redials. */
+	ev_timer alive_w;
+	ev_timer dial_w;		/* a dial that takes too long is redone; an
+					 * accepter's nudge, given up */
+	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
+	struct link_rndv_counters rc;	/* kept by the rendezvous (link.h) */
+};
+
+
+
+#endif
