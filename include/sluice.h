@@ -48,6 +48,21 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------ */
+/* Version                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The version of sluice this header belongs to, as MAJOR.MINOR.PATCH: the
+ * package's version (configure.ac's AC_INIT, and `pkg-config --modversion
+ * sluice`).  The build fails when they disagree (libclient/Makefile.am.inc).
+ * A program that needs a function added in a later version tests these at
+ * compile time.
+ */
+#define SLUICE_VERSION_MAJOR 0
+#define SLUICE_VERSION_MINOR 1
+#define SLUICE_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ */
 /* Addresses                                                            */
 /* ------------------------------------------------------------------ */
 
