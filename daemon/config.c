@@ -1,6 +1,7 @@
 /*
- * config.c - sluiced.conf: defaults, INI parsing (inih), validation;
- * see config.h.
+ * config.c - sluiced.conf: the table of keys (config_keys[]) and what
+ * comes from it: defaults, INI parsing (inih), the messages, printing,
+ * the reload merge and the command-line options; see config.h.
  *
  * inih's handler gets no line number in Debian's build (INI_HANDLER_LINENO
  * is 0), so the file is fed to ini_parse_stream() through our own line
@@ -27,49 +28,16 @@
 #include "sl_wire.h"
 #include "sluice.h"
 
-#define KIB 1024ull
-#define MIB (1024ull * KIB)
-#define GIB (1024ull * MIB)
+#define KIB 1024ll
+#define MIB (1024ll * KIB)
+#define GIB (1024ll * MIB)
 
-#define EAGER_MAX_MAX    (1 * MIB)
-#define ARENA_MIN        (1 * MIB)
-#define ARENA_MAX        (16 * GIB)
-#define MAX_QUEUES_MAX   65536
-#define UNEXP_MIN        (64 * KIB)
-#define UNEXP_MAX        (64 * GIB)
-#define SQ_DEPTH_MIN     4
-#define SQ_DEPTH_MAX     65536
-#define MAX_MR_MAX       1048576
-#define CHUNK_MIN        (4 * KIB)
-#define CHUNK_MAX        (1 * GIB)
-#define RC_REGIONS_MAX   1048576
-#define RC_BYTES_MAX     (1024 * GIB)	/* 1 TiB */
-#define RC_WAITERS_MAX   1048576
-#define RC_WAIT_MS_MAX   3600000	/* one hour */
-#define F_ENOMEM_MAX     1000000
-#define F_REG_MAX        4294967295ull
-#define F_DELAY_US_MAX   10000000	/* ten seconds */
-#define SOCKBUF_MIN      (1 * KIB)
-#define SOCKBUF_MAX      (64 * MIB)
-#define ALLOWED_SOCKBUF  "0, or 1K..64M bytes"
-#define CREDITS_MAX      SL_WIRE_CREDITS_MAX	/* the HELLO carries it */
-#define BACKLOG_MAX      1048576
-#define CLIENT_ARENA_MAX (1024 * GIB)	/* 1 TiB */
-#define CLIENT_INFLIGHT_MAX 16777216
-#define UID_ARENA_MAX    (1024ull * 1024 * GIB)	/* 1 PiB */
-#define PEER_TIMEOUT_MAX 86400000	/* one day */
-#define ACK_TIMEOUT_MAX  3600000	/* one hour */
-#define REDIAL_MAX       3600000	/* one hour */
-#define DRAIN_MAX        600000	/* ten minutes */
-#define F_CUT_MAX        4294967295ull
-#define F_SHIFT_MAX      1073741824	/* 1 GiB either way */
-
-#define ALLOWED_SECTIONS "daemon, transport, limits, rcache, fault, security, peers, ports"
 #define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
-#define ALLOWED_CHUNK    "4K..1G bytes, a power of two"
-#define ALLOWED_DEVICE   "1..63 characters from A-Z a-z 0-9 . _ -"
+
+#define MSG_MAX 1024	/* one message, before it is cut to the caller's buffer */
+#define VALUE_MAX (CONFIG_HOST_MAX + 16)	/* one value as the file spells it */
 
 /* Copy with truncation; always NUL-terminates (size > 0). */
 static void copy_str(char *dst, size_t size, const char *src)
@@ -80,67 +48,6 @@ static void copy_str(char *dst, size_t size, const char *src)
 		n = size - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
-}
-
-int config_defaults(struct config *c)
-{
-	char host[256];
-
-	memset(c, 0, sizeof(*c));
-	if (gethostname(host, sizeof(host)) < 0)
-		return -errno;
-	/* POSIX leaves a truncated hostname possibly unterminated. */
-	host[sizeof(host) - 1] = '\0';
-	copy_str(c->node_name, sizeof(c->node_name), host[0] ? host : "localhost");
-	c->node_id = sl_node_id(c->node_name);
-	copy_str(c->runtime_dir, sizeof(c->runtime_dir), "/run/sluice");
-	c->log_level = LOG_LVL_INFO;
-	c->client_group[0] = '\0';	/* the daemon's own group */
-	c->admin_group[0] = '\0';	/* root and the daemon's user only */
-	c->shutdown_drain_ms = 5000;
-	c->transport = XPORT_TCP;
-	c->device[0] = '\0';	/* the first device with an active port */
-	c->listen_set = false;
-	c->eager_max = 64 * KIB;
-	c->arena_bytes = 64 * MIB;
-	c->max_queues = 1024;
-	c->unexpected_max_bytes = 64 * MIB;
-	c->sq_depth = 1024;
-	c->max_mr = 65536;
-	c->eager_credits = 256;
-	c->peer_timeout_ms = 30000;
-	c->ack_timeout_ms = 2000;
-	c->redial_min_ms = 50;
-	c->redial_max_ms = 2000;
-	c->link_backlog_max = 4096;
-	c->client_max_queues = 256;
-	c->client_max_arena_bytes = 64 * GIB;
-	c->client_max_inflight = 65536;
-	c->rcache_chunk_bytes = 2 * MIB;
-	c->rcache_max_regions = 1024;
-	c->rcache_max_bytes = 4 * GIB;
-	c->rcache_max_waiters = 1024;
-	c->rcache_max_wait_ms = 1000;
-	c->fault_post_enomem_every = 0;
-	c->fault_reg_fail_after = CONFIG_FAULT_OFF;
-	c->fault_delay_completions_us = 0;
-	c->fault_cut_after_frames = 0;
-	c->fault_cut_every_frames = 0;
-	c->fault_write_shift_bytes = 0;
-	c->fault_write_replay = 0;
-	c->n_peers = 0;
-	return 0;
-}
-
-bool config_faults_on(const struct config *c)
-{
-	return c->fault_post_enomem_every != 0 ||
-	       c->fault_reg_fail_after != CONFIG_FAULT_OFF ||
-	       c->fault_delay_completions_us != 0 ||
-	       c->fault_cut_after_frames != 0 ||
-	       c->fault_cut_every_frames != 0 ||
-	       c->fault_write_shift_bytes != 0 ||
-	       c->fault_write_replay != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -171,9 +78,9 @@ static int parse_u64(const char *s, bool suffix, uint64_t min, uint64_t max,
 	}
 	if (suffix && *p) {
 		switch (*p) {
-		case 'k': case 'K': mult = KIB; break;
-		case 'm': case 'M': mult = MIB; break;
-		case 'g': case 'G': mult = GIB; break;
+		case 'k': case 'K': mult = (uint64_t)KIB; break;
+		case 'm': case 'M': mult = (uint64_t)MIB; break;
+		case 'g': case 'G': mult = (uint64_t)GIB; break;
 		default: return -EINVAL;
 		}
 		p++;
@@ -309,100 +216,809 @@ bool config_name_valid(const char *name)
 	return n >= 1 && n < CONFIG_NAME_MAX;
 }
 
+const char *config_security_mode_name(enum security_mode m)
+{
+	switch (m) {
+	case SECURITY_NONE: return "none";
+	case SECURITY_AUTHENTICATE: return "authenticate";
+	case SECURITY_ENCRYPT: return "encrypt";
+	}
+	return "?";
+}
+
+/* ------------------------------------------------------------------ */
+/* The types of the table                                               */
+/* ------------------------------------------------------------------ */
+
+static void *field_of(struct config *c, const struct config_key *k)
+{
+	return (char *)c + k->offset;
+}
+
+static const void *cfield_of(const struct config *c, const struct config_key *k)
+{
+	return (const char *)c + k->offset;
+}
+
+/* Integer fields are 4 or 8 bytes (checked by row_valid()). */
+static uint64_t load_u(const struct config *c, const struct config_key *k)
+{
+	uint32_t v32;
+	uint64_t v64;
+
+	if (k->size == sizeof(v32)) {
+		memcpy(&v32, cfield_of(c, k), sizeof(v32));
+		return v32;
+	}
+	memcpy(&v64, cfield_of(c, k), sizeof(v64));
+	return v64;
+}
+
+static void store_u(struct config *c, const struct config_key *k, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+
+	if (k->size == sizeof(v32))
+		memcpy(field_of(c, k), &v32, sizeof(v32));
+	else
+		memcpy(field_of(c, k), &v, sizeof(v));
+}
+
+/* The message of a bad value: "PREFIX: ..." in @why; returns -EINVAL. */
+static int say(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int say(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && n) {
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* A byte count with the largest suffix that is exact: 65536 -> "64K". */
+static void format_bytes(uint64_t v, char *buf, size_t n)
+{
+	if (v && v % GIB == 0)
+		snprintf(buf, n, "%lluG", (unsigned long long)(v / GIB));
+	else if (v && v % MIB == 0)
+		snprintf(buf, n, "%lluM", (unsigned long long)(v / MIB));
+	else if (v && v % KIB == 0)
+		snprintf(buf, n, "%lluK", (unsigned long long)(v / KIB));
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+/* "[v6]:port" when the host needs brackets, else "host:port". */
+static void format_hostport(const char *host, uint16_t port, char *buf, size_t n)
+{
+	snprintf(buf, n, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+}
+
+const char *config_key_range(const struct config_key *k, char *buf, size_t n)
+{
+	char lo[32], hi[32];
+	const struct config_name *nm;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	switch (k->type->kind) {
+	case CONFIG_NUMBER:
+		snprintf(buf, n, "%llu..%llu", (unsigned long long)k->min,
+			 (unsigned long long)k->max);
+		break;
+	case CONFIG_SIGNED:
+		snprintf(buf, n, "%lld..%lld", (long long)k->min, (long long)k->max);
+		break;
+	case CONFIG_BYTES:
+		format_bytes((uint64_t)k->min, lo, sizeof(lo));
+		format_bytes((uint64_t)k->max, hi, sizeof(hi));
+		snprintf(buf, n, "%s..%s", lo, hi);
+		break;
+	case CONFIG_ENUM:
+		for (nm = k->names; nm->name && off < n; nm++)
+			off += (size_t)snprintf(buf + off, n - off, "%s%s",
+						nm == k->names ? "" : ", ", nm->name);
+		break;
+	case CONFIG_TEXT:
+	case CONFIG_LIST:
+		break;
+	}
+	return buf;
+}
+
+/* What a message says is allowed: the row's words, or its range. */
+static const char *allowed_text(const struct config_key *k, char *buf, size_t n)
+{
+	char range[128];
+
+	if (k->allowed)
+		return k->allowed;
+	config_key_range(k, range, sizeof(range));
+	snprintf(buf, n, "%s%s%s%s", k->flags & CONFIG_ZERO_OK ? "0, or " : "", range,
+		 k->type->kind == CONFIG_BYTES ? " bytes" : "",
+		 k->flags & CONFIG_POW2 ? ", a power of two" : "");
+	return buf;
+}
+
+/*
+ * CONFIG_NUMBER and CONFIG_BYTES: an unsigned number in min..max (or 0
+ * with CONFIG_ZERO_OK), a power of two with CONFIG_POW2.  A row with
+ * @absent and no default is not set while its field is all ones.
+ */
+static int number_parse(struct config *c, const struct config_key *k, const char *key,
+			const char *value, const char *prefix, char *why, size_t n)
+{
+	bool bytes = k->type->kind == CONFIG_BYTES, zero_ok = k->flags & CONFIG_ZERO_OK;
+	char buf[160];
+	const char *allowed = allowed_text(k, buf, sizeof(buf));
+	uint64_t v;
+	int rc = parse_u64(value, bytes, zero_ok ? 0 : (uint64_t)k->min, (uint64_t)k->max, &v);
+
+	if (rc == 0 && zero_ok && v && v < (uint64_t)k->min)
+		rc = -ERANGE;
+	if (rc == -ERANGE)
+		return say(why, n, "%s: %s is out of range (allowed: %s)", prefix, value, allowed);
+	if (rc < 0 && bytes)
+		return say(why, n, "%s: '%s' is not a byte count (allowed: %s)", prefix, value,
+			   ALLOWED_BYTES);
+	if (rc < 0)
+		return say(why, n, "%s: '%s' is not a number (allowed: %s)", prefix, value, allowed);
+	if ((k->flags & CONFIG_POW2) && (v & (v - 1)))
+		return say(why, n, "%s: %s must be a power of two (allowed: %s)", prefix, value,
+			   allowed);
+	store_u(c, k, v);
+	return 0;
+}
+
+static bool number_unset(const struct config *c, const struct config_key *k)
+{
+	return k->absent && !k->def &&
+	       load_u(c, k) == (k->size == sizeof(uint32_t) ? UINT32_MAX : UINT64_MAX);
+}
+
+static bool number_format(const struct config *c, const struct config_key *k, char *buf,
+			  size_t n)
+{
+	if (number_unset(c, k))
+		return false;
+	if (k->type->kind == CONFIG_BYTES)
+		format_bytes(load_u(c, k), buf, n);
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)load_u(c, k));
+	return true;
+}
+
+static const struct config_type number_type = {
+	"number", CONFIG_NUMBER, number_parse, number_format, NULL, NULL, NULL
+};
+static const struct config_type bytes_type = {
+	"bytes", CONFIG_BYTES, number_parse, number_format, NULL, NULL, NULL
+};
+
+/* CONFIG_SIGNED: an int32_t field, "-N" or "N" in min..max. */
+static int signed_parse(struct config *c, const struct config_key *k, const char *key,
+			const char *value, const char *prefix, char *why, size_t n)
+{
+	bool neg = value[0] == '-';
+	char allowed[160];
+	uint64_t v;
+	int32_t v32;
+	int rc = parse_u64(neg ? value + 1 : value, false, 0,
+			   neg ? (uint64_t)-k->min : (uint64_t)k->max, &v);
+
+	if (rc < 0)
+		return say(why, n, "%s: '%s' is %s (allowed: %s)", prefix, value,
+			   rc == -ERANGE ? "out of range" : "not a number",
+			   allowed_text(k, allowed, sizeof(allowed)));
+	v32 = (int32_t)(neg ? -(int64_t)v : (int64_t)v);
+	memcpy(field_of(c, k), &v32, sizeof(v32));
+	return 0;
+}
+
+static bool signed_format(const struct config *c, const struct config_key *k, char *buf,
+			  size_t n)
+{
+	int32_t v;
+
+	memcpy(&v, cfield_of(c, k), sizeof(v));
+	snprintf(buf, n, "%d", (int)v);
+	return true;
+}
+
+static const struct config_type signed_type = {
+	"signed number", CONFIG_SIGNED, signed_parse, signed_format, NULL, NULL, NULL
+};
+
+/* CONFIG_ENUM: an int-sized field holding the value of one of k->names. */
+static int enum_parse(struct config *c, const struct config_key *k, const char *key,
+		      const char *value, const char *prefix, char *why, size_t n)
+{
+	const struct config_name *nm;
+	char allowed[160];
+
+	for (nm = k->names; nm->name; nm++) {
+		if (strcmp(value, nm->name) == 0) {
+			memcpy(field_of(c, k), &nm->value, sizeof(nm->value));
+			return 0;
+		}
+	}
+	return say(why, n, "%s: '%s' is not %s (allowed: %s)", prefix, value, k->what,
+		   allowed_text(k, allowed, sizeof(allowed)));
+}
+
+static bool enum_format(const struct config *c, const struct config_key *k, char *buf,
+			size_t n)
+{
+	const struct config_name *nm;
+	int v;
+
+	memcpy(&v, cfield_of(c, k), sizeof(v));
+	for (nm = k->names; nm->name && nm->value != v; nm++)
+		;
+	snprintf(buf, n, "%s", nm->name ? nm->name : "?");
+	return true;
+}
+
+static const struct config_type enum_type = {
+	"enum", CONFIG_ENUM, enum_parse, enum_format, NULL, NULL, NULL
+};
+
+/* Text in a char array; with k->absent, empty means not set. */
+static bool text_format(const struct config *c, const struct config_key *k, char *buf,
+			size_t n)
+{
+	const char *s = cfield_of(c, k);
+
+	snprintf(buf, n, "%s", s);
+	return !(k->absent && s[0] == '\0');
+}
+
+/* A name (config_name_valid()), or empty with CONFIG_EMPTY_OK. */
+static int name_parse(struct config *c, const struct config_key *k, const char *key,
+		      const char *value, const char *prefix, char *why, size_t n)
+{
+	if ((value[0] || !(k->flags & CONFIG_EMPTY_OK)) && !config_name_valid(value))
+		return say(why, n, "%s: '%s' is not %s (allowed: %s)", prefix, value, k->what,
+			   k->allowed ? k->allowed :
+			   k->flags & CONFIG_EMPTY_OK ? ALLOWED_NAME ", or empty" : ALLOWED_NAME);
+	copy_str(field_of(c, k), k->size, value);
+	return 0;
+}
+
+static const struct config_type name_type = {
+	"name", CONFIG_TEXT, name_parse, text_format, NULL, NULL, NULL
+};
+
+/* [daemon] node: a name, and node_id follows it. */
+static int node_parse(struct config *c, const struct config_key *k, const char *key,
+		      const char *value, const char *prefix, char *why, size_t n)
+{
+	int rc = name_parse(c, k, key, value, prefix, why, n);
+
+	if (rc == 0)
+		c->node_id = sl_node_id(c->node_name);
+	return rc;
+}
+
+static const struct config_type node_type = {
+	"node name", CONFIG_TEXT, node_parse, text_format, NULL, NULL, NULL
+};
+
+/* An absolute path that fits the field, or empty with CONFIG_EMPTY_OK. */
+static int path_parse(struct config *c, const struct config_key *k, const char *key,
+		      const char *value, const char *prefix, char *why, size_t n)
+{
+	bool empty_ok = k->flags & CONFIG_EMPTY_OK;
+	int max = (int)k->size - 1;
+
+	if (value[0] != '/' && !(empty_ok && value[0] == '\0'))
+		return say(why, n, "%s: '%s' is not an absolute path (allowed: an absolute path of at most %d characters%s)",
+			   prefix, value, max, empty_ok ? ", or empty" : "");
+	if (strlen(value) >= k->size)
+		return say(why, n, "%s: path is too long (allowed: an absolute path of at most %d characters)",
+			   prefix, max);
+	copy_str(field_of(c, k), k->size, value);
+	return 0;
+}
+
+static const struct config_type path_type = {
+	"path", CONFIG_TEXT, path_parse, text_format, NULL, NULL, NULL
+};
+
+/* [transport] listen: listen_host, listen_port and listen_set. */
+static int listen_parse(struct config *c, const struct config_key *k, const char *key,
+			const char *value, const char *prefix, char *why, size_t n)
+{
+	const char *bad;
+
+	if (parse_hostport(value, c->listen_host, sizeof(c->listen_host), &c->listen_port,
+			   &bad) < 0)
+		return say(why, n, "%s: '%s' %s (allowed: %s)", prefix, value, bad,
+			   ALLOWED_HOSTPORT);
+	c->listen_set = true;
+	return 0;
+}
+
+static bool listen_format(const struct config *c, const struct config_key *k, char *buf,
+			  size_t n)
+{
+	if (!c->listen_set)
+		return false;
+	format_hostport(c->listen_host, c->listen_port, buf, n);
+	return true;
+}
+
+static const struct config_type listen_type = {
+	"host:port", CONFIG_TEXT, listen_parse, listen_format, NULL, NULL, NULL
+};
+
+/* [peers]: NAME = HOST:PORT lines into peers[] and n_peers. */
+static int peers_parse(struct config *c, const struct config_key *k, const char *key,
+		       const char *value, const char *prefix, char *why, size_t n)
+{
+	struct peer_conf *pc;
+	const char *bad;
+
+	if (!config_name_valid(key))
+		return say(why, n, "%s: not a valid node name (allowed: %s)", prefix, ALLOWED_NAME);
+	if (c->n_peers >= CONFIG_PEERS_MAX)
+		return say(why, n, "%s: too many peers (allowed: up to %d)", prefix,
+			   CONFIG_PEERS_MAX);
+	pc = &c->peers[c->n_peers];
+	if (parse_hostport(value, pc->host, sizeof(pc->host), &pc->port, &bad) < 0)
+		return say(why, n, "%s: '%s' %s (allowed: %s)", prefix, value, bad,
+			   ALLOWED_HOSTPORT);
+	copy_str(pc->name, sizeof(pc->name), key);
+	pc->node_id = sl_node_id(pc->name);
+	c->n_peers++;
+	return 0;
+}
+
+/* --peer NAME=HOST:PORT, as a [peers] line. */
+static int peers_parse_option(struct config *c, const struct config_key *k, const char *arg,
+			      char *why, size_t n)
+{
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : 0;
+	char name[CONFIG_NAME_MAX];
+
+	if (c->n_peers >= CONFIG_PEERS_MAX)
+		return say(why, n, "--%s %s: too many peers (at most %d, the file's [peers] included)",
+			   k->option->name, arg, CONFIG_PEERS_MAX);
+	if (len > 0 && len < sizeof(name)) {
+		memcpy(name, arg, len);
+		name[len] = '\0';
+		if (peers_parse(c, k, name, eq + 1, "", NULL, 0) == 0)
+			return 0;
+	}
+	return say(why, n, "--%s %s: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -",
+		   k->option->name, arg);
+}
+
+static void peers_print(FILE *out, const struct config *c)
+{
+	char val[VALUE_MAX];
+	size_t i;
+
+	for (i = 0; i < c->n_peers; i++) {
+		format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
+		fprintf(out, "%s = %s\n", c->peers[i].name, val);
+	}
+}
+
+static const struct peer_conf *peer_by_name(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_peers; i++)
+		if (strcmp(c->peers[i].name, name) == 0)
+			return &c->peers[i];
+	return NULL;
+}
+
+/* Links are built from [peers] at start: any change needs a restart. */
+static void peers_diff(const struct config *cur, const struct config *next,
+		       config_change_fn *changed, void *arg)
+{
+	char a[VALUE_MAX], b[VALUE_MAX];
+	size_t i;
+
+	for (i = 0; i < next->n_peers; i++) {
+		const struct peer_conf *np = &next->peers[i], *op = peer_by_name(cur, np->name);
+
+		if (op && strcmp(op->host, np->host) == 0 && op->port == np->port)
+			continue;
+		if (op)
+			format_hostport(op->host, op->port, a, sizeof(a));
+		format_hostport(np->host, np->port, b, sizeof(b));
+		changed("peers", np->name, op ? a : "(not set)", b, false, arg);
+	}
+	for (i = 0; i < cur->n_peers; i++) {
+		if (peer_by_name(next, cur->peers[i].name))
+			continue;
+		format_hostport(cur->peers[i].host, cur->peers[i].port, a, sizeof(a));
+		changed("peers", cur->peers[i].name, a, "(not set)", false, arg);
+	}
+}
+
+static const struct config_type peers_type = {
+	"peers", CONFIG_LIST, peers_parse, NULL, peers_print, peers_diff, peers_parse_option
+};
+
+/* [ports]: LO-HI or PORT = OWNER lines (ports.h). */
+static int ports_parse(struct config *c, const struct config_key *k, const char *key,
+		       const char *value, const char *prefix, char *why, size_t n)
+{
+	const char *bad;
+
+	if (ports_conf_add(&c->ports, key, value, &bad))
+		return say(why, n, "%s = %s: %s", prefix, value, bad);
+	return 0;
+}
+
+static void ports_print(FILE *out, const struct config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->ports.n; i++)
+		fprintf(out, "%u-%u = %s\n", c->ports.r[i].lo, c->ports.r[i].hi,
+			c->ports.r[i].owner);
+}
+
+/* [ports] is read at start only. */
+static void ports_diff(const struct config *cur, const struct config *next,
+		       config_change_fn *changed, void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < cur->ports.n && cur->ports.n == next->ports.n; i++) {
+		const struct port_range *x = &cur->ports.r[i], *y = &next->ports.r[i];
+
+		if (x->lo != y->lo || x->hi != y->hi || x->is_group != y->is_group ||
+		    x->id != y->id)
+			break;
+	}
+	if (cur->ports.n != next->ports.n || i < cur->ports.n)
+		changed("ports", "(ranges)", "(as at start)", "(changed)", false, arg);
+}
+
+static const struct config_type ports_type = {
+	"ports", CONFIG_LIST, ports_parse, NULL, ports_print, ports_diff, NULL
+};
+
+/* ------------------------------------------------------------------ */
+/* The table                                                            */
+/* ------------------------------------------------------------------ */
+
+#define FIELD(f) .offset = offsetof(struct config, f), .size = sizeof(((struct config *)0)->f)
+#define KEY(sec, key, ty, f) .section = sec, .name = key, .type = &ty##_type, FIELD(f)
+#define RANGE(lo, hi) .min = (lo), .max = (hi)
+#define OPTION(opt, arg, help) .option = &(const struct config_option){ opt, arg, help }
+
+static const struct config_name log_levels[] = {
+	{ "error", LOG_LVL_ERR }, { "warn", LOG_LVL_WARN }, { "info", LOG_LVL_INFO },
+	{ "debug", LOG_LVL_DEBUG }, { NULL, 0 }
+};
+static const struct config_name transports[] = {
+	{ "tcp", XPORT_TCP }, { "verbs", XPORT_VERBS }, { "auto", XPORT_AUTO }, { NULL, 0 }
+};
+static const struct config_name security_modes[] = {
+	{ "none", SECURITY_NONE }, { "authenticate", SECURITY_AUTHENTICATE },
+	{ "encrypt", SECURITY_ENCRYPT }, { NULL, 0 }
+};
+
+/*
+ * Every key of sluiced.conf, in the order --print-config prints them and
+ * the messages list them; sluiced.conf(5) says the same for an operator
+ * (tests/test_config_doc.c compares them).  A new key is a field of
+ * struct config, a row here, its entry in the page and its line in
+ * conf/sluiced.conf.
+ */
+const struct config_key config_keys[] = {
+	/* [daemon] */
+	{ KEY("daemon", "node", node, node_name), .def_doc = "the host name", .unit = "",
+	  .what = "a valid node name", OPTION("node", "NAME", "node name (overrides [daemon] node)"),
+	  .doc = "this node's name, unique in the cluster; its node id is sl_node_id() of it" },
+	{ KEY("daemon", "runtime_dir", path, runtime_dir), .def = "/run/sluice", .unit = "",
+	  OPTION("runtime-dir", "DIR", "control socket directory ([daemon] runtime_dir)"),
+	  .doc = "directory of the control and admin sockets, the lock and the stats file" },
+	{ KEY("daemon", "log_level", enum, log_level), .def = "info", .unit = "", .reload = true,
+	  .names = log_levels, .what = "a log level",
+	  OPTION("log-level", "LEVEL", "error, warn, info or debug"),
+	  .doc = "the most verbose level logged" },
+	{ KEY("daemon", "client_group", name, client_group), .def = "", .unit = "",
+	  .flags = CONFIG_EMPTY_OK, .what = "a group name",
+	  .doc = "group of sluiced.sock, whose members may be clients; empty: the daemon's" },
+	{ KEY("daemon", "admin_group", name, admin_group), .def = "", .unit = "", .reload = true,
+	  .flags = CONFIG_EMPTY_OK, .what = "a group name",
+	  .doc = "group that may use the admin socket (sluicectl) besides root and the daemon" },
+	{ KEY("daemon", "shutdown_drain_ms", number, shutdown_drain_ms), RANGE(0, 600000),
+	  .def = "5000", .unit = "ms", .reload = true,
+	  .doc = "on SIGTERM, how long operations in flight may finish before being canceled" },
+	/* [transport] */
+	{ KEY("transport", "kind", enum, transport), .def = "tcp", .unit = "",
+	  .names = transports, .what = "a transport",
+	  .doc = "tcp (verbs semantics over TCP), verbs (RDMA RC QPs), auto (verbs if a port is up)" },
+	{ KEY("transport", "device", name, device), .def = "", .unit = "",
+	  .flags = CONFIG_EMPTY_OK, .what = "a device name",
+	  .allowed = ALLOWED_NAME ", or empty for the first device with an active port",
+	  .doc = "the RDMA device of verbs and auto; empty: the first with an active port" },
+	{ KEY("transport", "listen", listen, listen_host), .unit = "",
+	  .absent = "not set: a single node",
+	  OPTION("listen", "HOST:PORT", "accept links from peers ([transport] listen)"),
+	  .doc = "address peers connect to; without it the node runs alone" },
+	{ KEY("transport", "eager_max", bytes, eager_max), RANGE(0, 1 * MIB), .def = "64K",
+	  .unit = "bytes", .allowed = "0..1048576 bytes",
+	  .doc = "largest message sent eagerly; larger ones go by rendezvous" },
+	{ KEY("transport", "sq_depth", number, sq_depth), RANGE(4, 65536), .def = "1024",
+	  .unit = "count", .doc = "work requests in each connection's send queue" },
+	{ KEY("transport", "max_mr", number, max_mr), RANGE(1, 1048576), .def = "65536",
+	  .unit = "count", .doc = "memory registrations the transport holds at once" },
+	{ KEY("transport", "eager_credits", number, eager_credits), RANGE(1, SL_WIRE_CREDITS_MAX),
+	  .def = "256", .unit = "count",
+	  .doc = "data frames a peer may have sent us unacknowledged (told in HELLO)" },
+	{ KEY("transport", "socket_buffer", bytes, socket_buffer), RANGE(1 * KIB, 64 * MIB),
+	  .def = "0", .unit = "bytes", .flags = CONFIG_ZERO_OK,
+	  .doc = "SO_SNDBUF and SO_RCVBUF of the tcp transport's sockets; 0: the kernel's" },
+	{ KEY("transport", "peer_timeout_ms", number, peer_timeout_ms), RANGE(1, 86400000),
+	  .def = "30000", .unit = "ms", .reload = true,
+	  .doc = "a link down or unacknowledged this long fails what waits on that peer" },
+	{ KEY("transport", "ack_timeout_ms", number, ack_timeout_ms), RANGE(1, 3600000),
+	  .def = "2000", .unit = "ms", .reload = true,
+	  .doc = "no ACK progress this long while frames wait breaks the connection" },
+	{ KEY("transport", "redial_min_ms", number, redial_min_ms), RANGE(1, 3600000),
+	  .def = "50", .unit = "ms", .reload = true,
+	  .doc = "first wait before redialling a lost peer; at most redial_max_ms" },
+	{ KEY("transport", "redial_max_ms", number, redial_max_ms), RANGE(1, 3600000),
+	  .def = "2000", .unit = "ms", .reload = true,
+	  .doc = "the redial wait doubles up to this" },
+	/* [limits] */
+	{ KEY("limits", "arena_bytes", bytes, arena_bytes), RANGE(1 * MIB, 16 * GIB),
+	  .def = "64M", .unit = "bytes", .doc = "shared data arena of each queue" },
+	{ KEY("limits", "max_queues", number, max_queues), RANGE(1, 65536), .def = "1024",
+	  .unit = "count", .doc = "queues across all clients" },
+	{ KEY("limits", "unexpected_max_bytes", bytes, unexpected_max_bytes),
+	  RANGE(64 * KIB, 64 * GIB), .def = "64M", .unit = "bytes", .reload = true,
+	  .doc = "per endpoint, messages held before a receive (length + bookkeeping)" },
+	{ KEY("limits", "link_backlog_max", number, link_backlog_max), RANGE(1, 1048576),
+	  .def = "4096", .unit = "count", .reload = true,
+	  .doc = "sends per link waiting for room; past it SL_NAK_BUSY" },
+	{ KEY("limits", "client_max_queues", number, client_max_queues), RANGE(1, 65536),
+	  .def = "256", .unit = "count", .doc = "queues of one client (sl_open() context)" },
+	{ KEY("limits", "client_max_arena_bytes", bytes, client_max_arena_bytes),
+	  RANGE(1 * MIB, 1024 * GIB), .def = "64G", .unit = "bytes",
+	  .doc = "the arenas of one client's queues together" },
+	{ KEY("limits", "client_max_inflight", number, client_max_inflight), RANGE(1, 16777216),
+	  .def = "65536", .unit = "count", .reload = true,
+	  .doc = "descriptors of one client accepted and not yet completed" },
+	{ KEY("limits", "uid_max_contexts", number, uid_max_contexts), RANGE(0, 65536),
+	  .def = "0", .unit = "count", .doc = "contexts of one uid; 0: half of max_queues" },
+	{ KEY("limits", "uid_max_queues", number, uid_max_queues), RANGE(0, 65536),
+	  .def = "0", .unit = "count", .doc = "queues of one uid; 0: half of max_queues" },
+	{ KEY("limits", "uid_max_arena_bytes", bytes, uid_max_arena_bytes),
+	  RANGE(0, 1024 * 1024 * GIB), .def = "0", .unit = "bytes", .allowed = "0..1024T bytes",
+	  .doc = "arenas of one uid's queues; 0: uid_max_queues x arena_bytes" },
+	{ KEY("limits", "uid_max_inflight", number, uid_max_inflight), RANGE(0, 16777216),
+	  .def = "0", .unit = "count",
+	  .doc = "descriptors of one uid in flight; 0: 4 x client_max_inflight" },
+	/* [rcache] */
+	{ KEY("rcache", "chunk_bytes", bytes, rcache_chunk_bytes), RANGE(4 * KIB, 1 * GIB),
+	  .def = "2M", .unit = "bytes", .flags = CONFIG_POW2,
+	  .doc = "registrations cover whole chunks of this size" },
+	{ KEY("rcache", "max_regions", number, rcache_max_regions), RANGE(0, 1048576),
+	  .def = "1024", .unit = "count", .doc = "registrations kept; 0 disables the cache" },
+	{ KEY("rcache", "max_bytes", bytes, rcache_max_bytes), RANGE(0, 1024 * GIB),
+	  .def = "4G", .unit = "bytes",
+	  .doc = "bytes registered at once; 0: no limit and no cache" },
+	{ KEY("rcache", "max_waiters", number, rcache_max_waiters), RANGE(0, 1048576),
+	  .def = "1024", .unit = "count",
+	  .doc = "operations waiting for room at once; past it SL_NAK_BUSY" },
+	{ KEY("rcache", "max_wait_ms", number, rcache_max_wait_ms), RANGE(0, 3600000),
+	  .def = "1000", .unit = "ms",
+	  .doc = "how long an operation may wait for a registration; 0: no limit" },
+	/* [fault]: every default is off (config_faults_on()) */
+	{ KEY("fault", "post_enomem_every", number, fault_post_enomem_every), RANGE(0, 1000000),
+	  .def = "0", .unit = "count", .doc = "every Nth post on a connection fails ENOMEM" },
+	{ KEY("fault", "reg_fail_after", number, fault_reg_fail_after), RANGE(0, 4294967295ll),
+	  .unit = "count", .absent = "off (absent)",
+	  .doc = "memory registrations after the first N fail ENOMEM" },
+	{ KEY("fault", "delay_completions_us", number, fault_delay_completions_us),
+	  RANGE(0, 10000000), .def = "0", .unit = "us",
+	  .doc = "send completions reported this late" },
+	{ KEY("fault", "cut_after_frames", number, fault_cut_after_frames),
+	  RANGE(0, 4294967295ll), .def = "0", .unit = "count",
+	  .doc = "the tcp transport breaks the connection of its Nth frame received, once" },
+	{ KEY("fault", "cut_every_frames", number, fault_cut_every_frames),
+	  RANGE(0, 4294967295ll), .def = "0", .unit = "count",
+	  .doc = "the tcp transport breaks the connection of every Nth frame received" },
+	{ KEY("fault", "write_shift_bytes", signed, fault_write_shift_bytes),
+	  RANGE(-1 * GIB, 1 * GIB), .def = "0", .unit = "bytes",
+	  .doc = "every RDMA write lands this far from where the peer's RTR granted" },
+	{ KEY("fault", "write_replay", number, fault_write_replay), RANGE(0, 1), .def = "0",
+	  .unit = "count", .doc = "1: write 4 KiB again where each rendezvous ended" },
+	/* [security] */
+	{ KEY("security", "mode", enum, security_mode), .def = "none", .unit = "",
+	  .names = security_modes, .what = "a mode",
+	  .doc = "none (addresses), authenticate (cluster key), encrypt (and TLS 1.3)" },
+	{ KEY("security", "key_file", path, key_file), .unit = "", .reload = true,
+	  .flags = CONFIG_EMPTY_OK, .absent = "not set: no key",
+	  .doc = "the cluster key, 32 bytes, mode 0400 (sluiced --keygen)" },
+	{ KEY("security", "previous_key_file", path, previous_key_file), .unit = "",
+	  .reload = true, .flags = CONFIG_EMPTY_OK, .absent = "not set: no key",
+	  .doc = "a key also accepted, while the cluster rotates to key_file" },
+	/* Sections of named lines. */
+	{ KEY("peers", NULL, peers, peers), .unit = "",
+	  OPTION("peer", "NAME=HOST:PORT", "add a peer node (repeatable)"),
+	  .doc = "NAME = HOST:PORT, one line per other node" },
+	{ KEY("ports", NULL, ports, ports), .unit = "",
+	  .doc = "LO-HI or PORT = user:, group:, uid: or gid: who alone (and root) may bind" },
+};
+
+const size_t config_n_keys = sizeof(config_keys) / sizeof(config_keys[0]);
+_Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= CONFIG_KEY_SLOTS,
+	       "struct config's key_line[] is too small");
+
+#define ROWS_END (config_keys + sizeof(config_keys) / sizeof(config_keys[0]))
+
+/*
+ * Is row @k one this file's code can serve: its field's size fits its
+ * type, and a reload, which copies the field, is not asked of a type that
+ * sets other fields too?
+ */
+static bool row_valid(const struct config_key *k)
+{
+	if (k->reload && (k->type == &node_type || k->type == &listen_type || !k->name))
+		return false;
+	switch (k->type->kind) {
+	case CONFIG_NUMBER:
+	case CONFIG_BYTES:
+		return (k->size == sizeof(uint32_t) && k->max <= UINT32_MAX) ||
+		       k->size == sizeof(uint64_t);
+	case CONFIG_SIGNED:
+		return k->size == sizeof(int32_t) && k->min >= INT32_MIN && k->max <= INT32_MAX;
+	case CONFIG_ENUM:
+		return k->size == sizeof(int) && k->names && k->what;
+	case CONFIG_TEXT:
+		return k->size > 0;
+	case CONFIG_LIST:
+		return !k->name && k->type->print && k->type->diff;
+	}
+	return false;
+}
+
+const struct config_key *config_key_find(const char *section, const char *name)
+{
+	const struct config_key *k;
+
+	for (k = config_keys; k < ROWS_END; k++)
+		if (strcmp(k->section, section) == 0 && k->name && strcmp(k->name, name) == 0)
+			return k;
+	return NULL;
+}
+
+/* The row a line [@section] @name of a file sets, or NULL. */
+static const struct config_key *row_of_line(const char *section, const char *name)
+{
+	const struct config_key *k;
+
+	for (k = config_keys; k < ROWS_END; k++)
+		if (strcmp(k->section, section) == 0 && (!k->name || strcmp(k->name, name) == 0))
+			return k;
+	return NULL;
+}
+
+static bool section_known(const char *name, size_t len)
+{
+	const struct config_key *k;
+
+	for (k = config_keys; k < ROWS_END; k++)
+		if (strlen(k->section) == len && strncmp(k->section, name, len) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The sections in table order, in @buf: "daemon, transport, ..." or, with
+ * @brackets, "[daemon], [transport], ... or [ports]".
+ */
+static const char *sections_text(bool brackets, char *buf, size_t n)
+{
+	const struct config_key *k;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (k = config_keys; k < ROWS_END && off < n; k++) {
+		if (k > config_keys && strcmp(k[-1].section, k->section) == 0)
+			continue;
+		if (brackets)
+			off += (size_t)snprintf(buf + off, n - off, "%s[%s]", k == config_keys ? "" :
+						strcmp(k->section, ROWS_END[-1].section) == 0 ?
+						" or " : ", ", k->section);
+		else
+			off += (size_t)snprintf(buf + off, n - off, "%s%s",
+						k == config_keys ? "" : ", ", k->section);
+	}
+	return buf;
+}
+
+/* The keys of [@section], "a, b, c", in @buf. */
+static const char *keys_text(const char *section, char *buf, size_t n)
+{
+	const struct config_key *k;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (k = config_keys; k < ROWS_END && off < n; k++)
+		if (k->name && strcmp(k->section, section) == 0)
+			off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? ", " : "", k->name);
+	return buf;
+}
+
+bool config_key_format(const struct config *c, const struct config_key *k, char *buf,
+		       size_t n)
+{
+	buf[0] = '\0';
+	return k->type->format ? k->type->format(c, k, buf, n) : false;
+}
+
+int config_defaults(struct config *c)
+{
+	const struct config_key *k;
+	char host[256], why[MSG_MAX];
+
+	memset(c, 0, sizeof(*c));
+	if (gethostname(host, sizeof(host)) < 0)
+		return -errno;
+	/* POSIX leaves a truncated hostname possibly unterminated. */
+	host[sizeof(host) - 1] = '\0';
+	copy_str(c->node_name, sizeof(c->node_name), host[0] ? host : "localhost");
+	c->node_id = sl_node_id(c->node_name);
+	for (k = config_keys; k < ROWS_END; k++) {
+		if (!row_valid(k))
+			return -EINVAL;
+		if (k->def && k->type->parse(c, k, k->name, k->def, "default", why, sizeof(why)))
+			return -EINVAL;
+		/* Zeroed is "not set" for every type but a number's (all ones). */
+		if (!k->def && k->absent && k->type->kind == CONFIG_NUMBER)
+			store_u(c, k, UINT64_MAX);
+	}
+	return 0;
+}
+
+bool config_faults_on(const struct config *c)
+{
+	const struct config_key *k;
+	char val[VALUE_MAX];
+	bool set;
+
+	for (k = config_keys; k < ROWS_END; k++) {
+		if (strcmp(k->section, "fault") != 0)
+			continue;
+		set = config_key_format(c, k, val, sizeof(val));
+		if (set != (k->def != NULL) || (set && strcmp(val, k->def) != 0))
+			return true;
+	}
+	return false;
+}
+
+int config_set_option(struct config *c, const struct config_key *k, const char *arg,
+		      char *err, size_t errlen)
+{
+	char prefix[64];
+
+	if (k->type->parse_option)
+		return k->type->parse_option(c, k, arg, err, errlen);
+	snprintf(prefix, sizeof(prefix), "--%s", k->option->name);
+	return k->type->parse(c, k, k->name, arg, prefix, err, errlen);
+}
+
 /* ------------------------------------------------------------------ */
 /* The file                                                             */
 /* ------------------------------------------------------------------ */
-
-enum key_id {
-	K_NODE, K_RUNTIME_DIR, K_LOG_LEVEL, K_CLIENT_GROUP, K_ADMIN_GROUP, K_DRAIN,
-	K_KIND, K_DEVICE, K_LISTEN, K_EAGER_MAX, K_SQ_DEPTH, K_MAX_MR, K_CREDITS, K_SOCKBUF,
-	K_PEER_TIMEOUT, K_ACK_TIMEOUT, K_REDIAL_MIN, K_REDIAL_MAX,
-	K_ARENA_BYTES, K_MAX_QUEUES, K_UNEXPECTED_MAX, K_BACKLOG_MAX,
-	K_CLIENT_QUEUES, K_CLIENT_ARENA, K_CLIENT_INFLIGHT,
-	K_UID_CONTEXTS, K_UID_QUEUES, K_UID_ARENA, K_UID_INFLIGHT,
-	K_RC_CHUNK, K_RC_MAX_REGIONS, K_RC_MAX_BYTES, K_RC_MAX_WAITERS,
-	K_RC_MAX_WAIT_MS,
-	K_F_POST_ENOMEM, K_F_REG_FAIL, K_F_DELAY_COMPL,
-	K_F_CUT_AFTER, K_F_CUT_EVERY, K_F_WRITE_SHIFT, K_F_WRITE_REPLAY,
-	K_SEC_MODE, K_SEC_KEY, K_SEC_PREV_KEY,
-	K_COUNT
-};
-_Static_assert(K_COUNT <= CONFIG_KEY_SLOTS, "struct config's key_line[] is too small");
-
-/*
- * The one table of keys: the parser looks names up here, --print-config
- * and reload walk it (format_value() has a case for every key_id, so a
- * key added here without one does not compile under -Werror).  reload:
- * SIGHUP applies a new value at run time; every other key needs a restart.
- */
-static const struct {
-	const char *section;
-	const char *name;
-	bool reload;
-} keys[K_COUNT] = {
-	[K_NODE]        = { "daemon", "node" },
-	[K_RUNTIME_DIR] = { "daemon", "runtime_dir" },
-	[K_LOG_LEVEL]   = { "daemon", "log_level", true },
-	[K_CLIENT_GROUP] = { "daemon", "client_group" },
-	[K_ADMIN_GROUP] = { "daemon", "admin_group", true },
-	[K_DRAIN]       = { "daemon", "shutdown_drain_ms", true },
-	[K_KIND]        = { "transport", "kind" },
-	[K_DEVICE]      = { "transport", "device" },
-	[K_LISTEN]      = { "transport", "listen" },
-	[K_EAGER_MAX]   = { "transport", "eager_max" },
-	[K_SQ_DEPTH]    = { "transport", "sq_depth" },
-	[K_MAX_MR]      = { "transport", "max_mr" },
-	[K_CREDITS]     = { "transport", "eager_credits" },
-	[K_SOCKBUF]     = { "transport", "socket_buffer" },
-	[K_PEER_TIMEOUT] = { "transport", "peer_timeout_ms", true },
-	[K_ACK_TIMEOUT] = { "transport", "ack_timeout_ms", true },
-	[K_REDIAL_MIN]  = { "transport", "redial_min_ms", true },
-	[K_REDIAL_MAX]  = { "transport", "redial_max_ms", true },
-	[K_ARENA_BYTES] = { "limits", "arena_bytes" },
-	[K_MAX_QUEUES]  = { "limits", "max_queues" },
-	[K_UNEXPECTED_MAX] = { "limits", "unexpected_max_bytes", true },
-	[K_BACKLOG_MAX]    = { "limits", "link_backlog_max", true },
-	[K_CLIENT_QUEUES]  = { "limits", "client_max_queues" },
-	[K_CLIENT_ARENA]   = { "limits", "client_max_arena_bytes" },
-	[K_CLIENT_INFLIGHT] = { "limits", "client_max_inflight", true },
-	[K_UID_CONTEXTS]   = { "limits", "uid_max_contexts" },
-	[K_UID_QUEUES]     = { "limits", "uid_max_queues" },
-	[K_UID_ARENA]      = { "limits", "uid_max_arena_bytes" },
-	[K_UID_INFLIGHT]   = { "limits", "uid_max_inflight" },
-	[K_RC_CHUNK]       = { "rcache", "chunk_bytes" },
-	[K_RC_MAX_REGIONS] = { "rcache", "max_regions" },
-	[K_RC_MAX_BYTES]   = { "rcache", "max_bytes" },
-	[K_RC_MAX_WAITERS] = { "rcache", "max_waiters" },
-	[K_RC_MAX_WAIT_MS] = { "rcache", "max_wait_ms" },
-	[K_F_POST_ENOMEM]  = { "fault", "post_enomem_every" },
-	[K_F_REG_FAIL]     = { "fault", "reg_fail_after" },
-	[K_F_DELAY_COMPL]  = { "fault", "delay_completions_us" },
-	[K_F_CUT_AFTER]    = { "fault", "cut_after_frames" },
-	[K_F_CUT_EVERY]    = { "fault", "cut_every_frames" },
-	[K_F_WRITE_SHIFT]  = { "fault", "write_shift_bytes" },
-	[K_F_WRITE_REPLAY] = { "fault", "write_replay" },
-	[K_SEC_MODE]       = { "security", "mode" },
-	[K_SEC_KEY]        = { "security", "key_file", true },
-	[K_SEC_PREV_KEY]   = { "security", "previous_key_file", true },
-};
-
-static const struct {
-	const char *name;
-	const char *allowed_keys;	/* NULL: any key (peer names) */
-} sections[] = {
-	{ "daemon", "node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms" },
-	{ "transport", "kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, "
-		       "peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms" },
-	{ "limits", "arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, "
-		    "client_max_queues, client_max_arena_bytes, client_max_inflight, "
-		    "uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight" },
-	{ "rcache", "chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms" },
-	{ "fault", "post_enomem_every, reg_fail_after, delay_completions_us, "
-		   "cut_after_frames, cut_every_frames, write_shift_bytes, write_replay" },
-	{ "security", "mode, key_file, previous_key_file" },
-	{ "peers", NULL },
-	{ "ports", NULL },
-};
 
 struct parse_state {
 	struct config *c;
@@ -414,7 +1030,7 @@ struct parse_state {
 	int err_line;		/* line of our first error; 0 = none yet */
 	int err_code;		/* its return code */
 	int read_errno;		/* errno of a failed read; 0 = none */
-	int key_line[K_COUNT];	/* where each key was set; 0 = not yet */
+	int key_line[CONFIG_KEY_SLOTS];	/* where each row was set; 0 = not yet */
 };
 
 static void put_err(char *err, size_t errlen, const char *path, int line,
@@ -471,338 +1087,41 @@ static int fail_file(const char *path, char *err, size_t errlen,
 	return code;
 }
 
-static int set_bytes(struct parse_state *st, const char *sec, const char *name,
-		     const char *value, uint64_t min, uint64_t max,
-		     const char *range, uint64_t *out)
-{
-	int rc = parse_u64(value, true, min, max, out);
-
-	if (rc == -ERANGE)
-		return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %s)",
-			    sec, name, value, range);
-	if (rc < 0)
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a byte count (allowed: %s)",
-			    sec, name, value, ALLOWED_BYTES);
-	return 1;
-}
-
-/* A plain number (no suffix) in [min, max]; the message gives the range. */
-static int set_num(struct parse_state *st, const char *sec, const char *name,
-		   const char *value, uint64_t min, uint64_t max, uint64_t *out)
-{
-	int rc = parse_u64(value, false, min, max, out);
-
-	if (rc == -ERANGE)
-		return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %llu..%llu)",
-			    sec, name, value, (unsigned long long)min,
-			    (unsigned long long)max);
-	if (rc < 0)
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a number (allowed: %llu..%llu)",
-			    sec, name, value, (unsigned long long)min,
-			    (unsigned long long)max);
-	return 1;
-}
-
-/* A signed plain number in [-max, max] ("-8192"). */
-static int set_signed32(struct parse_state *st, const char *sec, const char *name,
-			const char *value, uint32_t max, int32_t *out)
-{
-	bool neg = value && value[0] == '-';
-	uint64_t v;
-	int rc = parse_u64(neg ? value + 1 : value, false, 0, max, &v);
-
-	if (rc < 0)
-		return fail(st, -EINVAL, "[%s] %s: '%s' is %s (allowed: -%u..%u)", sec, name,
-			    value, rc == -ERANGE ? "out of range" : "not a number",
-			    (unsigned)max, (unsigned)max);
-	*out = neg ? -(int32_t)v : (int32_t)v;
-	return 1;
-}
-
-/* set_num() into a uint32_t field (max must fit). */
-static int set_num32(struct parse_state *st, const char *sec, const char *name,
-		     const char *value, uint32_t min, uint32_t max, uint32_t *out)
-{
-	uint64_t v;
-	int rc = set_num(st, sec, name, value, min, max, &v);
-
-	if (rc)
-		*out = (uint32_t)v;
-	return rc;
-}
-
-static int set_peer(struct parse_state *st, const char *name, const char *value)
-{
-	struct config *c = st->c;
-	struct peer_conf *pc;
-	const char *why;
-
-	if (!config_name_valid(name))
-		return fail(st, -EINVAL, "[peers] %s: not a valid node name (allowed: %s)",
-			    name, ALLOWED_NAME);
-	if (c->n_peers >= CONFIG_PEERS_MAX)
-		return fail(st, -EINVAL, "[peers] %s: too many peers (allowed: up to %d)",
-			    name, CONFIG_PEERS_MAX);
-	pc = &c->peers[c->n_peers];
-	if (parse_hostport(value, pc->host, sizeof(pc->host), &pc->port, &why) < 0)
-		return fail(st, -EINVAL, "[peers] %s: '%s' %s (allowed: %s)",
-			    name, value, why, ALLOWED_HOSTPORT);
-	copy_str(pc->name, sizeof(pc->name), name);
-	pc->node_id = sl_node_id(pc->name);
-	c->n_peers++;
-	return 1;
-}
-
-static int set_value(struct parse_state *st, enum key_id k, const char *value)
-{
-	struct config *c = st->c;
-	const char *sec = keys[k].section, *name = keys[k].name;
-	const char *why;
-	uint64_t v;
-	int rc;
-
-	switch (k) {
-	case K_NODE:
-		if (!config_name_valid(value))
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not a valid node name (allowed: %s)",
-				    sec, name, value, ALLOWED_NAME);
-		copy_str(c->node_name, sizeof(c->node_name), value);
-		c->node_id = sl_node_id(c->node_name);
-		return 1;
-	case K_RUNTIME_DIR:
-		if (value[0] != '/')
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not an absolute path (allowed: an absolute path of at most %d characters)",
-				    sec, name, value, CONFIG_PATH_MAX - 1);
-		if (strlen(value) >= CONFIG_PATH_MAX)
-			return fail(st, -EINVAL, "[%s] %s: path is too long (allowed: an absolute path of at most %d characters)",
-				    sec, name, CONFIG_PATH_MAX - 1);
-		copy_str(c->runtime_dir, sizeof(c->runtime_dir), value);
-		return 1;
-	case K_LOG_LEVEL:
-		rc = log_level_parse(value);
-		if (rc < 0)
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not a log level (allowed: error, warn, info, debug)",
-				    sec, name, value);
-		c->log_level = rc;
-		return 1;
-	case K_CLIENT_GROUP:
-	case K_ADMIN_GROUP:
-		/* A name, not checked against the group database here: a
-		 * reload or --check-config may run before the group exists. */
-		if (value[0] && !config_name_valid(value))
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not a group name (allowed: %s, or empty)",
-				    sec, name, value, ALLOWED_NAME);
-		copy_str(k == K_CLIENT_GROUP ? c->client_group : c->admin_group,
-			 CONFIG_NAME_MAX, value);
-		return 1;
-	case K_DRAIN:
-		return set_num32(st, sec, name, value, 0, DRAIN_MAX, &c->shutdown_drain_ms);
-	case K_KIND:
-		if (strcmp(value, "tcp") == 0) {
-			c->transport = XPORT_TCP;
-			return 1;
-		}
-		if (strcmp(value, "verbs") == 0) {
-			c->transport = XPORT_VERBS;
-			return 1;
-		}
-		if (strcmp(value, "auto") == 0) {
-			c->transport = XPORT_AUTO;
-			return 1;
-		}
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a transport (allowed: tcp, verbs, auto)",
-			    sec, name, value);
-	case K_DEVICE:
-		if (value[0] && !config_name_valid(value))
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not a device name (allowed: %s, or empty for the first device with an active port)",
-				    sec, name, value, ALLOWED_DEVICE);
-		copy_str(c->device, sizeof(c->device), value);
-		return 1;
-	case K_LISTEN:
-		if (parse_hostport(value, c->listen_host, sizeof(c->listen_host),
-				   &c->listen_port, &why) < 0)
-			return fail(st, -EINVAL, "[%s] %s: '%s' %s (allowed: %s)",
-				    sec, name, value, why, ALLOWED_HOSTPORT);
-		c->listen_set = true;
-		return 1;
-	case K_EAGER_MAX:
-		rc = set_bytes(st, sec, name, value, 0, EAGER_MAX_MAX, "0..1048576 bytes", &v);
-		if (rc)
-			c->eager_max = (uint32_t)v;
-		return rc;
-	case K_ARENA_BYTES:
-		return set_bytes(st, sec, name, value, ARENA_MIN, ARENA_MAX, "1M..16G bytes",
-				 &c->arena_bytes);
-	case K_SQ_DEPTH:
-		return set_num32(st, sec, name, value, SQ_DEPTH_MIN, SQ_DEPTH_MAX,
-				 &c->sq_depth);
-	case K_MAX_MR:
-		return set_num32(st, sec, name, value, 1, MAX_MR_MAX, &c->max_mr);
-	case K_MAX_QUEUES:
-		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->max_queues);
-	case K_CREDITS:
-		return set_num32(st, sec, name, value, 1, CREDITS_MAX, &c->eager_credits);
-	case K_SOCKBUF:
-		rc = set_bytes(st, sec, name, value, 0, SOCKBUF_MAX, ALLOWED_SOCKBUF, &v);
-		if (!rc)
-			return rc;
-		if (v && v < SOCKBUF_MIN)
-			return fail(st, -EINVAL, "[%s] %s: %s is out of range (allowed: %s)",
-				    sec, name, value, ALLOWED_SOCKBUF);
-		c->socket_buffer = (uint32_t)v;
-		return 1;
-	case K_PEER_TIMEOUT:
-		return set_num32(st, sec, name, value, 1, PEER_TIMEOUT_MAX,
-				 &c->peer_timeout_ms);
-	case K_ACK_TIMEOUT:
-		return set_num32(st, sec, name, value, 1, ACK_TIMEOUT_MAX,
-				 &c->ack_timeout_ms);
-	case K_REDIAL_MIN:
-		return set_num32(st, sec, name, value, 1, REDIAL_MAX, &c->redial_min_ms);
-	case K_REDIAL_MAX:
-		return set_num32(st, sec, name, value, 1, REDIAL_MAX, &c->redial_max_ms);
-	case K_BACKLOG_MAX:
-		return set_num32(st, sec, name, value, 1, BACKLOG_MAX, &c->link_backlog_max);
-	case K_CLIENT_QUEUES:
-		return set_num32(st, sec, name, value, 1, MAX_QUEUES_MAX, &c->client_max_queues);
-	case K_CLIENT_ARENA:
-		return set_bytes(st, sec, name, value, ARENA_MIN, CLIENT_ARENA_MAX,
-				 "1M..1024G bytes", &c->client_max_arena_bytes);
-	case K_CLIENT_INFLIGHT:
-		return set_num32(st, sec, name, value, 1, CLIENT_INFLIGHT_MAX,
-				 &c->client_max_inflight);
-	case K_UID_CONTEXTS:
-		return set_num32(st, sec, name, value, 0, MAX_QUEUES_MAX, &c->uid_max_contexts);
-	case K_UID_QUEUES:
-		return set_num32(st, sec, name, value, 0, MAX_QUEUES_MAX, &c->uid_max_queues);
-	case K_UID_ARENA:
-		return set_bytes(st, sec, name, value, 0, UID_ARENA_MAX, "0..1024T bytes",
-				 &c->uid_max_arena_bytes);
-	case K_UID_INFLIGHT:
-		return set_num32(st, sec, name, value, 0, CLIENT_INFLIGHT_MAX,
-				 &c->uid_max_inflight);
-	case K_UNEXPECTED_MAX:
-		return set_bytes(st, sec, name, value, UNEXP_MIN, UNEXP_MAX, "64K..64G bytes",
-				 &c->unexpected_max_bytes);
-	case K_RC_CHUNK:
-		rc = set_bytes(st, sec, name, value, CHUNK_MIN, CHUNK_MAX, ALLOWED_CHUNK, &v);
-		if (!rc)
-			return rc;
-		if (v & (v - 1))
-			return fail(st, -EINVAL, "[%s] %s: %s must be a power of two (allowed: %s)",
-				    sec, name, value, ALLOWED_CHUNK);
-		c->rcache_chunk_bytes = v;
-		return 1;
-	case K_RC_MAX_REGIONS:
-		return set_num32(st, sec, name, value, 0, RC_REGIONS_MAX,
-				 &c->rcache_max_regions);
-	case K_RC_MAX_BYTES:
-		return set_bytes(st, sec, name, value, 0, RC_BYTES_MAX, "0..1024G bytes",
-				 &c->rcache_max_bytes);
-	case K_RC_MAX_WAITERS:
-		return set_num32(st, sec, name, value, 0, RC_WAITERS_MAX,
-				 &c->rcache_max_waiters);
-	case K_RC_MAX_WAIT_MS:
-		return set_num32(st, sec, name, value, 0, RC_WAIT_MS_MAX,
-				 &c->rcache_max_wait_ms);
-	case K_F_POST_ENOMEM:
-		return set_num32(st, sec, name, value, 0, F_ENOMEM_MAX,
-				 &c->fault_post_enomem_every);
-	case K_F_REG_FAIL:
-		return set_num(st, sec, name, value, 0, F_REG_MAX, &c->fault_reg_fail_after);
-	case K_F_DELAY_COMPL:
-		return set_num32(st, sec, name, value, 0, F_DELAY_US_MAX,
-				 &c->fault_delay_completions_us);
-	case K_F_CUT_AFTER:
-		return set_num(st, sec, name, value, 0, F_CUT_MAX, &c->fault_cut_after_frames);
-	case K_F_CUT_EVERY:
-		return set_num32(st, sec, name, value, 0, (uint32_t)F_CUT_MAX,
-				 &c->fault_cut_every_frames);
-	case K_SEC_MODE:
-		for (int m = SECURITY_NONE; m <= SECURITY_ENCRYPT; m++)
-			if (strcmp(value, config_security_mode_name(m)) == 0) {
-				c->security_mode = m;
-				return 1;
-			}
-		return fail(st, -EINVAL, "[%s] %s: '%s' is not a mode (allowed: none, authenticate, encrypt)",
-			    sec, name, value);
-	case K_SEC_KEY:
-	case K_SEC_PREV_KEY:
-		if (value[0] && value[0] != '/')
-			return fail(st, -EINVAL, "[%s] %s: '%s' is not an absolute path (allowed: an absolute path of at most %d characters, or empty)",
-				    sec, name, value, CONFIG_KEY_PATH_MAX - 1);
-		if (strlen(value) >= CONFIG_KEY_PATH_MAX)
-			return fail(st, -EINVAL, "[%s] %s: path is too long (allowed: an absolute path of at most %d characters)",
-				    sec, name, CONFIG_KEY_PATH_MAX - 1);
-		copy_str(k == K_SEC_KEY ? c->key_file : c->previous_key_file,
-			 CONFIG_KEY_PATH_MAX, value);
-		return 1;
-	case K_F_WRITE_SHIFT:
-		return set_signed32(st, sec, name, value, F_SHIFT_MAX,
-				    &c->fault_write_shift_bytes);
-	case K_F_WRITE_REPLAY:
-		return set_num32(st, sec, name, value, 0, 1, &c->fault_write_replay);
-	case K_COUNT:
-		break;
-	}
-	return fail(st, -EINVAL, "[%s] %s: internal error", sec, name);
-}
-
 static int on_value(void *user, const char *section, const char *name,
 		    const char *value)
 {
 	struct parse_state *st = user;
-	size_t i;
-	int k;
+	const struct config_key *k;
+	char text[MSG_MAX], prefix[MSG_MAX / 2];
+	int i;
 
 	if (st->err_line)
 		return 0;
 	if (section[0] == '\0')
-		return fail(st, -EINVAL, "%s: key before any section (allowed: in [daemon], [transport], [limits], [rcache], [fault], [security], [peers] or [ports])",
-			    name);
-	if (strcmp(section, "peers") == 0)
-		return set_peer(st, name, value);
-	if (strcmp(section, "ports") == 0) {
-		const char *why;
-
-		if (ports_conf_add(&st->c->ports, name, value, &why))
-			return fail(st, -EINVAL, "[ports] %s = %s: %s", name, value, why);
-		return 1;
-	}
-
-	for (k = 0; k < K_COUNT; k++) {
-		if (strcmp(keys[k].section, section) == 0 &&
-		    strcmp(keys[k].name, name) == 0)
-			break;
-	}
-	if (k == K_COUNT) {
-		for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-			if (strcmp(sections[i].name, section) == 0)
-				return fail(st, -EINVAL, "[%s] %s: unknown key (allowed: %s)",
-					    section, name, sections[i].allowed_keys);
-		}
+		return fail(st, -EINVAL, "%s: key before any section (allowed: in %s)", name,
+			    sections_text(true, text, sizeof(text)));
+	k = row_of_line(section, name);
+	if (!k) {
+		if (section_known(section, strlen(section)))
+			return fail(st, -EINVAL, "[%s] %s: unknown key (allowed: %s)", section, name,
+				    keys_text(section, text, sizeof(text)));
 		/* The reader rejects unknown sections before inih gets here. */
-		return fail(st, -EINVAL, "[%s]: unknown section (allowed: %s)",
-			    section, ALLOWED_SECTIONS);
+		return fail(st, -EINVAL, "[%s]: unknown section (allowed: %s)", section,
+			    sections_text(false, text, sizeof(text)));
 	}
-	if (st->key_line[k])
+	i = (int)(k - config_keys);
+	if (k->name && st->key_line[i])
 		return fail(st, -EINVAL, "[%s] %s: given twice (first on line %d)",
-			    section, name, st->key_line[k]);
-	st->key_line[k] = st->lineno;
-	return set_value(st, (enum key_id)k, value);
+			    section, name, st->key_line[i]);
+	if (k->name)
+		st->key_line[i] = st->lineno;
+	snprintf(prefix, sizeof(prefix), "[%s] %s", section, name);
+	if (k->type->parse(st->c, k, name, value, prefix, text, sizeof(text)))
+		return fail(st, -EINVAL, "%s", text);
+	return 1;
 }
 
 /* Mirrors inih's rule: ';' starts an inline comment after whitespace. */
-const char *config_security_mode_name(enum security_mode m)
-{
-	switch (m) {
-	case SECURITY_NONE: return "none";
-	case SECURITY_AUTHENTICATE: return "authenticate";
-	case SECURITY_ENCRYPT: return "encrypt";
-	}
-	return "?";
-}
-
 static const char *find_close_bracket(const char *s)
 {
 	bool was_space = false;
@@ -817,8 +1136,9 @@ static const char *find_close_bracket(const char *s)
 
 static void check_line(struct parse_state *st, const char *line)
 {
-	const char *p = line, *end, *q;
-	size_t i, n;
+	const char *p = line, *end, *q, *name;
+	char names[256];
+	size_t n;
 
 	if (st->lineno == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
 		p += 3;
@@ -842,21 +1162,17 @@ static void check_line(struct parse_state *st, const char *line)
 	if (!end)
 		return;		/* inih reports it as a syntax error */
 	n = (size_t)(end - (q + 1));
-	for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-		if (strlen(sections[i].name) == n &&
-		    strncmp(sections[i].name, q + 1, n) == 0)
-			break;
-	}
-	if (i == sizeof(sections) / sizeof(sections[0])) {
+	if (!section_known(q + 1, n)) {
 		fail(st, -EINVAL, "[%.*s]: unknown section (allowed: %s)",
-		     (int)n, q + 1, ALLOWED_SECTIONS);
+		     (int)n, q + 1, sections_text(false, names, sizeof(names)));
 		return;
 	}
+	name = q + 1;
 	for (q = end + 1; *q && isspace((unsigned char)*q); q++)
 		;
 	if (*q && *q != ';' && *q != '#')
-		fail(st, -EINVAL, "[%s]: text after the section header (allowed: a ; comment)",
-		     sections[i].name);
+		fail(st, -EINVAL, "[%.*s]: text after the section header (allowed: a ; comment)",
+		     (int)n, name);
 }
 
 /*
@@ -892,6 +1208,12 @@ static char *read_line(char *buf, int num, void *user)
 	return st->err_line ? NULL : buf;
 }
 
+/* The row index of [@section] @name, which must be in the table. */
+static int row_index(const char *section, const char *name)
+{
+	return (int)(config_key_find(section, name) - config_keys);
+}
+
 /*
  * Keys that constrain each other, checked once the whole file is read:
  * the message names both and takes the line of the later key (of the one
@@ -900,15 +1222,17 @@ static char *read_line(char *buf, int num, void *user)
 static int check_keys(struct parse_state *st)
 {
 	const struct config *c = st->c;
-	int lmin = st->key_line[K_REDIAL_MIN], lmax = st->key_line[K_REDIAL_MAX];
+	int lmin = st->key_line[row_index("transport", "redial_min_ms")];
+	int lmax = st->key_line[row_index("transport", "redial_max_ms")];
+	int lmode = st->key_line[row_index("security", "mode")];
 
 	if (c->security_mode != SECURITY_NONE && !c->key_file[0]) {
-		st->lineno = st->key_line[K_SEC_MODE];
+		st->lineno = lmode;
 		return fail(st, -EINVAL, "[security] mode: %s needs [security] key_file (sluiced --keygen FILE writes one)",
 			    config_security_mode_name(c->security_mode)), -EINVAL;
 	}
 	if (c->security_mode == SECURITY_ENCRYPT && c->transport == XPORT_VERBS) {
-		st->lineno = st->key_line[K_SEC_MODE];
+		st->lineno = lmode;
 		return fail(st, -EINVAL, "[security] mode: encrypt needs [transport] kind = tcp: "
 			    CONFIG_ENCRYPT_VERBS_WHY), -EINVAL;
 	}
@@ -1015,7 +1339,7 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 	fclose(st.f);
 	if (rc == 0) {
 		snprintf(nc->source, sizeof(nc->source), "%s", path);
-		for (e = 0; e < K_COUNT; e++)
+		for (e = 0; e < (int)config_n_keys; e++)
 			nc->key_line[e] = (uint16_t)(st.key_line[e] > UINT16_MAX ? UINT16_MAX
 										 : st.key_line[e]);
 		*c = *nc;
@@ -1027,13 +1351,10 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 const char *config_where(const struct config *c, const char *section, const char *key,
 			 char *buf, size_t n)
 {
-	int k;
+	const struct config_key *k = config_key_find(section, key);
 
-	for (k = 0; k < K_COUNT; k++)
-		if (strcmp(keys[k].section, section) == 0 && strcmp(keys[k].name, key) == 0)
-			break;
-	if (k < K_COUNT && c->source[0] && c->key_line[k])
-		snprintf(buf, n, "%s:%u", c->source, c->key_line[k]);
+	if (k && c->source[0] && c->key_line[k - config_keys])
+		snprintf(buf, n, "%s:%u", c->source, c->key_line[k - config_keys]);
 	else if (c->source[0])
 		snprintf(buf, n, "the default (not in %s)", c->source);
 	else
@@ -1045,324 +1366,53 @@ const char *config_where(const struct config *c, const char *section, const char
 /* Printing and reload                                                  */
 /* ------------------------------------------------------------------ */
 
-/* A byte count with the largest suffix that is exact: 65536 -> "64K". */
-static void format_bytes(uint64_t v, char *buf, size_t n)
-{
-	if (v && v % GIB == 0)
-		snprintf(buf, n, "%lluG", (unsigned long long)(v / GIB));
-	else if (v && v % MIB == 0)
-		snprintf(buf, n, "%lluM", (unsigned long long)(v / MIB));
-	else if (v && v % KIB == 0)
-		snprintf(buf, n, "%lluK", (unsigned long long)(v / KIB));
-	else
-		snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
-/* "[v6]:port" when the host needs brackets, else "host:port". */
-static void format_hostport(const char *host, uint16_t port, char *buf, size_t n)
-{
-	snprintf(buf, n, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
-}
-
-/*
- * The value of key @k in @c as the file spells it, in @buf (@n bytes).
- * Returns false for a key at a value the file cannot spell, which is
- * what it means when absent: listen not set, reg_fail_after off.
- * No default case: -Wswitch makes a new key_id without a case an error.
- */
-static bool format_value(const struct config *c, enum key_id k, char *buf, size_t n)
-{
-	buf[0] = '\0';
-	switch (k) {
-	case K_NODE:
-		snprintf(buf, n, "%s", c->node_name);
-		return true;
-	case K_RUNTIME_DIR:
-		snprintf(buf, n, "%s", c->runtime_dir);
-		return true;
-	case K_LOG_LEVEL:
-		snprintf(buf, n, "%s", log_level_name((enum log_level)c->log_level));
-		return true;
-	case K_CLIENT_GROUP:
-		snprintf(buf, n, "%s", c->client_group);
-		return true;
-	case K_ADMIN_GROUP:
-		snprintf(buf, n, "%s", c->admin_group);
-		return true;
-	case K_DRAIN:
-		snprintf(buf, n, "%u", (unsigned)c->shutdown_drain_ms);
-		return true;
-	case K_KIND:
-		snprintf(buf, n, "%s", c->transport == XPORT_VERBS ? "verbs" :
-			 c->transport == XPORT_AUTO ? "auto" : "tcp");
-		return true;
-	case K_DEVICE:
-		snprintf(buf, n, "%s", c->device);
-		return true;
-	case K_LISTEN:
-		if (!c->listen_set)
-			return false;
-		format_hostport(c->listen_host, c->listen_port, buf, n);
-		return true;
-	case K_EAGER_MAX:
-		format_bytes(c->eager_max, buf, n);
-		return true;
-	case K_SQ_DEPTH:
-		snprintf(buf, n, "%u", (unsigned)c->sq_depth);
-		return true;
-	case K_MAX_MR:
-		snprintf(buf, n, "%u", (unsigned)c->max_mr);
-		return true;
-	case K_CREDITS:
-		snprintf(buf, n, "%u", (unsigned)c->eager_credits);
-		return true;
-	case K_SOCKBUF:
-		format_bytes(c->socket_buffer, buf, n);
-		return true;
-	case K_PEER_TIMEOUT:
-		snprintf(buf, n, "%u", (unsigned)c->peer_timeout_ms);
-		return true;
-	case K_ACK_TIMEOUT:
-		snprintf(buf, n, "%u", (unsigned)c->ack_timeout_ms);
-		return true;
-	case K_REDIAL_MIN:
-		snprintf(buf, n, "%u", (unsigned)c->redial_min_ms);
-		return true;
-	case K_REDIAL_MAX:
-		snprintf(buf, n, "%u", (unsigned)c->redial_max_ms);
-		return true;
-	case K_ARENA_BYTES:
-		format_bytes(c->arena_bytes, buf, n);
-		return true;
-	case K_MAX_QUEUES:
-		snprintf(buf, n, "%u", (unsigned)c->max_queues);
-		return true;
-	case K_UNEXPECTED_MAX:
-		format_bytes(c->unexpected_max_bytes, buf, n);
-		return true;
-	case K_BACKLOG_MAX:
-		snprintf(buf, n, "%u", (unsigned)c->link_backlog_max);
-		return true;
-	case K_CLIENT_QUEUES:
-		snprintf(buf, n, "%u", (unsigned)c->client_max_queues);
-		return true;
-	case K_CLIENT_ARENA:
-		format_bytes(c->client_max_arena_bytes, buf, n);
-		return true;
-	case K_CLIENT_INFLIGHT:
-		snprintf(buf, n, "%u", (unsigned)c->client_max_inflight);
-		return true;
-	case K_UID_CONTEXTS:
-		snprintf(buf, n, "%u", (unsigned)c->uid_max_contexts);
-		return true;
-	case K_UID_QUEUES:
-		snprintf(buf, n, "%u", (unsigned)c->uid_max_queues);
-		return true;
-	case K_UID_ARENA:
-		format_bytes(c->uid_max_arena_bytes, buf, n);
-		return true;
-	case K_UID_INFLIGHT:
-		snprintf(buf, n, "%u", (unsigned)c->uid_max_inflight);
-		return true;
-	case K_RC_CHUNK:
-		format_bytes(c->rcache_chunk_bytes, buf, n);
-		return true;
-	case K_RC_MAX_REGIONS:
-		snprintf(buf, n, "%u", (unsigned)c->rcache_max_regions);
-		return true;
-	case K_RC_MAX_BYTES:
-		format_bytes(c->rcache_max_bytes, buf, n);
-		return true;
-	case K_RC_MAX_WAITERS:
-		snprintf(buf, n, "%u", (unsigned)c->rcache_max_waiters);
-		return true;
-	case K_RC_MAX_WAIT_MS:
-		snprintf(buf, n, "%u", (unsigned)c->rcache_max_wait_ms);
-		return true;
-	case K_F_POST_ENOMEM:
-		snprintf(buf, n, "%u", (unsigned)c->fault_post_enomem_every);
-		return true;
-	case K_F_REG_FAIL:
-		if (c->fault_reg_fail_after == CONFIG_FAULT_OFF)
-			return false;
-		snprintf(buf, n, "%llu", (unsigned long long)c->fault_reg_fail_after);
-		return true;
-	case K_F_DELAY_COMPL:
-		snprintf(buf, n, "%u", (unsigned)c->fault_delay_completions_us);
-		return true;
-	case K_F_CUT_AFTER:
-		snprintf(buf, n, "%llu", (unsigned long long)c->fault_cut_after_frames);
-		return true;
-	case K_F_CUT_EVERY:
-		snprintf(buf, n, "%u", (unsigned)c->fault_cut_every_frames);
-		return true;
-	case K_SEC_MODE:
-		snprintf(buf, n, "%s", config_security_mode_name(c->security_mode));
-		return true;
-	case K_SEC_KEY:
-		snprintf(buf, n, "%s", c->key_file);
-		return c->key_file[0] != '\0';
-	case K_SEC_PREV_KEY:
-		snprintf(buf, n, "%s", c->previous_key_file);
-		return c->previous_key_file[0] != '\0';
-	case K_F_WRITE_SHIFT:
-		snprintf(buf, n, "%d", (int)c->fault_write_shift_bytes);
-		return true;
-	case K_F_WRITE_REPLAY:
-		snprintf(buf, n, "%u", (unsigned)c->fault_write_replay);
-		return true;
-	case K_COUNT:
-		break;
-	}
-	return false;
-}
-
-/* What an absent key means, for the commented line --print-config writes. */
-static const char *absent_meaning(enum key_id k)
-{
-	if (k == K_SEC_KEY || k == K_SEC_PREV_KEY)
-		return "not set: no key";
-	return k == K_LISTEN ? "not set: a single node" : "off (absent)";
-}
-
-#define VALUE_MAX (CONFIG_HOST_MAX + 16)
-
 int config_print(FILE *out, const struct config *c)
 {
+	const struct config_key *k;
 	char val[VALUE_MAX];
-	const char *sec = NULL;
-	size_t i;
-	int k;
 
 	if (fprintf(out, "# sluiced effective configuration (sluiced --print-config)\n") < 0)
 		return -EIO;
-	for (k = 0; k < K_COUNT; k++) {
-		if (!sec || strcmp(sec, keys[k].section) != 0) {
-			sec = keys[k].section;
-			fprintf(out, "\n[%s]\n", sec);
-		}
-		if (format_value(c, (enum key_id)k, val, sizeof(val)))
-			fprintf(out, "%s =%s%s\n", keys[k].name, val[0] ? " " : "", val);
+	for (k = config_keys; k < ROWS_END; k++) {
+		if (k == config_keys || strcmp(k[-1].section, k->section) != 0)
+			fprintf(out, "\n[%s]\n", k->section);
+		if (!k->name)
+			k->type->print(out, c);
+		else if (config_key_format(c, k, val, sizeof(val)))
+			fprintf(out, "%s =%s%s\n", k->name, val[0] ? " " : "", val);
 		else
-			fprintf(out, "#%s = ; %s\n", keys[k].name, absent_meaning((enum key_id)k));
+			fprintf(out, "#%s = ; %s\n", k->name, k->absent);
 	}
-	fprintf(out, "\n[peers]\n");
-	for (i = 0; i < c->n_peers; i++) {
-		format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
-		fprintf(out, "%s = %s\n", c->peers[i].name, val);
-	}
-	fprintf(out, "\n[ports]\n");
-	for (i = 0; i < c->ports.n; i++)
-		fprintf(out, "%u-%u = %s\n", c->ports.r[i].lo, c->ports.r[i].hi,
-			c->ports.r[i].owner);
 	if (fflush(out) == EOF || ferror(out))
 		return -EIO;
 	return 0;
-}
-
-static const struct peer_conf *peer_by_name(const struct config *c, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_peers; i++)
-		if (strcmp(c->peers[i].name, name) == 0)
-			return &c->peers[i];
-	return NULL;
-}
-
-/* Copy reloadable key @k from @from into @to. */
-static void copy_reloadable(struct config *to, const struct config *from, enum key_id k)
-{
-	switch (k) {
-	case K_LOG_LEVEL:
-		to->log_level = from->log_level;
-		break;
-	case K_ADMIN_GROUP:
-		memcpy(to->admin_group, from->admin_group, sizeof(to->admin_group));
-		break;
-	case K_DRAIN:
-		to->shutdown_drain_ms = from->shutdown_drain_ms;
-		break;
-	case K_PEER_TIMEOUT:
-		to->peer_timeout_ms = from->peer_timeout_ms;
-		break;
-	case K_ACK_TIMEOUT:
-		to->ack_timeout_ms = from->ack_timeout_ms;
-		break;
-	case K_REDIAL_MIN:
-		to->redial_min_ms = from->redial_min_ms;
-		break;
-	case K_REDIAL_MAX:
-		to->redial_max_ms = from->redial_max_ms;
-		break;
-	case K_BACKLOG_MAX:
-		to->link_backlog_max = from->link_backlog_max;
-		break;
-	case K_UNEXPECTED_MAX:
-		to->unexpected_max_bytes = from->unexpected_max_bytes;
-		break;
-	case K_CLIENT_INFLIGHT:
-		to->client_max_inflight = from->client_max_inflight;
-		break;
-	case K_SEC_KEY:
-		memcpy(to->key_file, from->key_file, sizeof(to->key_file));
-		break;
-	case K_SEC_PREV_KEY:
-		memcpy(to->previous_key_file, from->previous_key_file,
-		       sizeof(to->previous_key_file));
-		break;
-	default:
-		break;	/* keys[k].reload is false: never called */
-	}
 }
 
 int config_reload_merge(struct config *cur, const struct config *next,
 			config_change_fn *changed, void *arg)
 {
 	char a[VALUE_MAX], b[VALUE_MAX];
-	int k, applied = 0;
-	size_t i;
+	const struct config_key *k;
+	int applied = 0;
+	bool ha, hb;
 
-	for (k = 0; k < K_COUNT; k++) {
-		bool ha = format_value(cur, (enum key_id)k, a, sizeof(a));
-		bool hb = format_value(next, (enum key_id)k, b, sizeof(b));
-
+	for (k = config_keys; k < ROWS_END; k++) {
+		if (!k->name) {
+			if (changed)
+				k->type->diff(cur, next, changed, arg);
+			continue;
+		}
+		ha = config_key_format(cur, k, a, sizeof(a));
+		hb = config_key_format(next, k, b, sizeof(b));
 		if (ha == hb && strcmp(a, b) == 0)
 			continue;
-		if (keys[k].reload) {
-			copy_reloadable(cur, next, (enum key_id)k);
+		if (k->reload) {
+			memcpy(field_of(cur, k), cfield_of(next, k), k->size);
 			applied++;
 		}
 		if (changed)
-			changed(keys[k].section, keys[k].name, ha ? a : "(not set)",
-				hb ? b : "(not set)", keys[k].reload, arg);
+			changed(k->section, k->name, ha ? a : "(not set)", hb ? b : "(not set)",
+				k->reload, arg);
 	}
-	/* Links are built from [peers] at start: any change needs a restart. */
-	for (i = 0; changed && i < next->n_peers; i++) {
-		const struct peer_conf *np = &next->peers[i], *op = peer_by_name(cur, np->name);
-
-		if (op && strcmp(op->host, np->host) == 0 && op->port == np->port)
-			continue;
-		if (op)
-			format_hostport(op->host, op->port, a, sizeof(a));
-		format_hostport(np->host, np->port, b, sizeof(b));
-		changed("peers", np->name, op ? a : "(not set)", b, false, arg);
-	}
-	for (i = 0; changed && i < cur->n_peers; i++) {
-		if (peer_by_name(next, cur->peers[i].name))
-			continue;
-		format_hostport(cur->peers[i].host, cur->peers[i].port, a, sizeof(a));
-		changed("peers", cur->peers[i].name, a, "(not set)", false, arg);
-	}
-	/* [ports] is read at start only. */
-	for (i = 0; changed && i < cur->ports.n && cur->ports.n == next->ports.n; i++) {
-		const struct port_range *x = &cur->ports.r[i], *y = &next->ports.r[i];
-
-		if (x->lo != y->lo || x->hi != y->hi || x->is_group != y->is_group ||
-		    x->id != y->id)
-			break;
-	}
-	if (changed && (cur->ports.n != next->ports.n || i < cur->ports.n))
-		changed("ports", "(ranges)", "(as at start)", "(changed)", false, arg);
 	return applied;
 }

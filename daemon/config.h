@@ -1,134 +1,17 @@
 /*
- * config.h - sluiced.conf: defaults, INI parsing (inih), validation.
+ * config.h - sluiced.conf: defaults, INI parsing (inih), validation, print
+ * and reload, all from one table of keys (config_keys[], config.c).
  *
- * With no file the daemon runs as a single node with the defaults below.
- * A file is parsed completely; the first bad section, key or value stops
- * the load with one message "FILE:LINE: [section] key: what is wrong
- * (allowed: ...)".
- *
- * Keys (defaults in brackets):
- *   [daemon]    node = NAME [hostname]; runtime_dir = PATH [/run/sluice];
- *               log_level = error|warn|info|debug [info]
- *   [transport] kind = tcp|verbs|auto [tcp]: tcp is verbs semantics over
- *               TCP; verbs is RC QPs on an RDMA device (rdma-core) connected
- *               with librdmacm; auto is verbs when an RDMA device has an
- *               active port, else tcp.  Every node of a cluster must use
- *               the same (they do not talk to each other);
- *               device = NAME, 0..63 characters of A-Z a-z 0-9 . _ - [empty:
- *               the first device with an active port]: the RDMA device of
- *               kind verbs or auto (sluiced --list-devices shows them);
- *               listen = HOST:PORT [none: single node];
- *               eager_max = BYTES, 0..1048576 [65536];
- *               sq_depth = N, 4..65536 [1024]: frames (work requests) in
- *               each connection's send queue; 2 of them are reserved for
- *               control frames when sq_depth >= 16, else 1;
- *               max_mr = N, 1..1048576 [65536]: memory registrations the
- *               transport holds at once (verbs: at most the device's
- *               max_mr);
- *               eager_credits = N, 1..65536 [256]: data frames (eager
- *               messages and RTS) a peer may have sent us that we have
- *               not acknowledged yet; told to the peer in HELLO, which
- *               keeps further ones in its backlog until our ACKs return
- *               the credits; the verbs transport posts eager_credits +
- *               eager_credits / 2 + 16 receive buffers of eager_max + 128
- *               bytes per connection (in a shared receive queue when the
- *               device has one; see main.c);
- *               socket_buffer = BYTES, 0 or 1 KiB..64 MiB [0 = the
- *               kernel's]: SO_SNDBUF and SO_RCVBUF of the tcp transport's
- *               sockets (small values test full sockets);
- *               peer_timeout_ms = N, 1..86400000 [30000]: a link down (or
- *               not acknowledging) longer than this fails every operation
- *               waiting on that peer;
- *               ack_timeout_ms = N, 1..3600000 [2000]: with frames
- *               unacknowledged, no ACK progress for this long breaks the
- *               connection (it is then re-established and the
- *               unacknowledged frames sent again);
- *               redial_min_ms = N, 1..3600000 [50];
- *               redial_max_ms = N, 1..3600000 [2000]: reconnect back-off,
- *               doubling from min to max; min must not exceed max
- *               (checked after the file, reported at the line of the
- *               later of the two keys)
- *   [limits]    arena_bytes = BYTES, 1 MiB..16 GiB [64 MiB];
- *               max_queues = N, 1..65536 [1024];
- *               unexpected_max_bytes = BYTES, 64 KiB..64 GiB [64 MiB]: per
- *               endpoint, messages no receive was posted for; each one
- *               counts its length plus the daemon's per-message bookkeeping
- *               (sizeof(struct match_msg)); one that would pass the bound
- *               is refused with SL_NAK_RECEIVER_FULL;
- *               link_backlog_max = N, 1..1048576 [4096]: sends per link
- *               waiting for room (send queue or credits); past it a send
- *               completes SL_NAK_BUSY at once, its buffer untouched;
- *               client_max_queues = N, 1..65536 [256]: queues one client
- *               (control connection) holds; past it sl_queue_open()
- *               fails -EDQUOT;
- *               client_max_arena_bytes = BYTES, 1 MiB..1 TiB [64 GiB]: the
- *               arenas of one client's queues together; past it
- *               sl_queue_open() fails -EDQUOT;
- *               client_max_inflight = N, 1..16777216 [65536]: descriptors
- *               of one client accepted and not yet completed, over all its
- *               queues; past it the daemon takes no more of that client's
- *               descriptors until some complete (its SQs fill: -EAGAIN);
- *               uid_max_contexts, uid_max_queues = N, 0..65536 [0: half of
- *               max_queues]; uid_max_arena_bytes = BYTES, 0..1 PiB [0:
- *               the uid's queues times arena_bytes]; uid_max_inflight = N,
- *               0..16777216 [0: 4 x client_max_inflight]: the same
- *               bounds for all the clients of one uid together (uid_quota.h)
- *   [rcache]    registration cache of client arenas:
- *               chunk_bytes = BYTES, a power of two, 4 KiB..1 GiB [2 MiB]:
- *               registrations cover whole chunks of this size;
- *               max_regions = N, 0..1048576 [1024]: registrations kept;
- *               0 = cache disabled (a registration is released as soon as
- *               no operation uses it);
- *               max_bytes = BYTES, 0..1 TiB [4 GiB]: bytes registered;
- *               0 = no byte limit and cache disabled;
- *               max_waiters = N, 0..1048576 [1024]: operations that may
- *               wait for room at once; past it (0: any) they complete
- *               SL_NAK_BUSY;
- *               max_wait_ms = N, 0..3600000 [1000]: milliseconds an
- *               operation may wait for a registration before it completes
- *               SL_NAK_BUSY; 0 = no limit
- *   [fault]     fault injection in the tcp transport, for tests; all off
- *               by default (see config_faults_on):
- *               post_enomem_every = N, 0..1000000 [0 = off]: every Nth post
- *               (send or RDMA write) on a connection fails with -ENOMEM as
- *               if the send queue were full;
- *               reg_fail_after = N, 0..4294967295 [off = CONFIG_FAULT_OFF]:
- *               memory registrations after the first N fail with -ENOMEM
- *               (0 fails every registration);
- *               delay_completions_us = N, 0..10000000 [0 = off]: send
- *               completions are reported N microseconds after the data
- *               left the daemon;
- *               cut_after_frames = N, 0..4294967295 [0 = off]: the tcp
- *               transport breaks the connection on which it receives its
- *               Nth frame (counting every frame of every connection of the
- *               daemon; once);
- *               cut_every_frames = N, 0..4294967295 [0 = off]: the tcp
- *               transport breaks the connection on which it receives
- *               every Nth frame (counting across all connections);
- *               write_shift_bytes = N, -1073741824..1073741824 [0 = off]:
- *               every RDMA write this daemon posts goes N bytes from the
- *               address the peer's RTR granted (a buggy peer);
- *               write_replay = 0|1 [0]: after each RDMA write with an
- *               immediate, this daemon writes up to 4 KiB of 0xee bytes
- *               to that write's address again (a write after the
- *               rendezvous ended)
- *   [security]  who may be a peer (docs/peer-authentication.md):
- *               mode = none|authenticate|encrypt [none]: none checks
- *               that a peer connects from its configured address;
- *               authenticate also makes both sides of every connection
- *               prove the cluster key (HMAC-SHA256 challenge-response);
- *               encrypt then runs each connection in TLS 1.3 keyed from
- *               that handshake (tcp transport only: refused with kind
- *               verbs; docs/encryption.md); needs a restart;
- *               key_file = PATH [none]: the cluster key, 32 bytes, mode
- *               0400 (sluiced --keygen); required by authenticate and
- *               encrypt;
- *               previous_key_file = PATH [none]: a key also accepted, for
- *               rotation; a reload reads both files again
- *   [peers]     NAME = HOST:PORT, one line per other node
- *   [ports]     LO-HI or PORT = user:NAME, group:NAME, uid:N or gid:N:
- *               ranges only that user or group (and root) may bind
- *               (ports.h)
+ * With no file the daemon runs as a single node with the defaults of the
+ * table.  A file is parsed completely; the first bad section, key or value
+ * stops the load with one message "FILE:LINE: [section] key: what is
+ * wrong (allowed: ...)".  A row of the table gives a key's section, name,
+ * type, field of struct config, range, default, unit, whether a reload
+ * (SIGHUP) applies it, its command-line option if it has one, and a line
+ * of doc; sluiced.conf(5) describes each key for an operator, and
+ * tests/test_config_doc.c fails when that page or conf/sluiced.conf
+ * disagrees with the table (a key missing, one the table lacks, another
+ * default, range or reload rule).
  * BYTES accept a K, M or G suffix (powers of 1024).
  */
 #ifndef SLD_CONFIG_H
@@ -145,7 +28,7 @@
 #define CONFIG_HOST_MAX 256
 #define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
 #define CONFIG_SOURCE_MAX 256	/* the file a configuration came from */
-#define CONFIG_KEY_SLOTS 128	/* >= the parser's keys (checked in config.c) */
+#define CONFIG_KEY_SLOTS 128	/* >= the rows of config_keys[] (checked in config.c) */
 #define CONFIG_PEERS_MAX 256
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 #define CONFIG_KEY_PATH_MAX 256	/* [security] key files, including the NUL */
@@ -171,9 +54,8 @@ struct peer_conf {
 struct config {
 	/* Where the values came from, for messages about them
 	 * (config_where()): the file config_load() read last ("" if none),
-	 * and the line of each key set there (0: not in the file).  Command
-	 * line options are not tracked: they override node, runtime_dir,
-	 * log_level, listen and peers. */
+	 * and the line of each row of config_keys[] set there (0: not in the
+	 * file).  Command-line options are not tracked. */
 	char source[CONFIG_SOURCE_MAX];
 	uint16_t key_line[CONFIG_KEY_SLOTS];
 	/* [daemon] */
@@ -237,17 +119,145 @@ struct config {
 };
 
 /*
- * config_defaults - fill @c with the defaults (node name = hostname).
- * Returns 0, or -errno if the hostname cannot be read.
+ * config_change_fn - told about one key whose value differs on reload:
+ * @section and @key name it ([peers]: the peer's name), @old_value and
+ * @new_value as the file spells them ("(not set)" for an absent key or
+ * peer), @applied whether the new value now runs (else it needs a
+ * restart and the old one stays).
+ */
+typedef void config_change_fn(const char *section, const char *key, const char *old_value,
+			      const char *new_value, bool applied, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* The table of keys                                                    */
+/* ------------------------------------------------------------------ */
+
+struct config_key;
+
+/* What the values of a type look like, for the readers of the table. */
+enum config_kind {
+	CONFIG_NUMBER,	/* digits, min..max */
+	CONFIG_SIGNED,	/* digits with an optional '-', min..max */
+	CONFIG_BYTES,	/* digits with an optional K, M or G suffix, min..max */
+	CONFIG_ENUM,	/* one of the row's names */
+	CONFIG_TEXT,	/* a name, a path, an address */
+	CONFIG_LIST,	/* a section of lines named by their values ([peers], [ports]) */
+};
+
+/*
+ * config_type - how the values of one type are read and written.
+ * parse: set row @k's key in @c from @value (@key is the line's name:
+ *   k->name, except in a CONFIG_LIST section).  Returns 0, or -EINVAL
+ *   with the one-line message "PREFIX: what is wrong (allowed: ...)" in
+ *   @why (at most @n bytes, NUL-terminated), where @prefix is "[section]
+ *   key" for the file and "--option" for the command line.
+ * format: @c's value as the file spells it, in @buf (at most @n bytes);
+ *   false for a value the file cannot spell (the key not set), which
+ *   --print-config writes as a comment.  NULL for CONFIG_LIST.
+ * print: CONFIG_LIST only: write the section's lines to @out.
+ * diff: CONFIG_LIST only: tell @changed (with @arg) each line that
+ *   differs between @cur and @next, never applied.
+ * parse_option: the command line's form when it is not the file's value
+ *   (--peer NAME=HOST:PORT); writes "--option ARG: what is wrong" to @why.
+ *   NULL: parse with prefix "--option".
+ */
+struct config_type {
+	const char *name;
+	enum config_kind kind;
+	int (*parse)(struct config *c, const struct config_key *k, const char *key,
+		     const char *value, const char *prefix, char *why, size_t n);
+	bool (*format)(const struct config *c, const struct config_key *k, char *buf, size_t n);
+	void (*print)(FILE *out, const struct config *c);
+	void (*diff)(const struct config *cur, const struct config *next,
+		     config_change_fn *changed, void *arg);
+	int (*parse_option)(struct config *c, const struct config_key *k, const char *arg,
+			    char *why, size_t n);
+};
+
+/* One spelling of an enum key and the value it stores. */
+struct config_name {
+	const char *name;
+	int value;
+};
+
+/* The command-line option of a key: --NAME ARG, "help" in sluiced --help. */
+struct config_option {
+	const char *name;
+	const char *arg;
+	const char *help;
+};
+
+/* Row flags. */
+#define CONFIG_ZERO_OK	1u	/* numbers: 0 is allowed besides min..max */
+#define CONFIG_POW2	2u	/* numbers: a power of two */
+#define CONFIG_EMPTY_OK	4u	/* text: empty is allowed (none, or "the default") */
+
+/*
+ * config_key - one row of the table: a key of sluiced.conf, or a whole
+ * CONFIG_LIST section (name NULL).  The rows of a section are together,
+ * sections in the order the file documents them.
+ */
+struct config_key {
+	const char *section;
+	const char *name;
+	const struct config_type *type;
+	size_t offset, size;	/* its field of struct config (offsetof, sizeof) */
+	int64_t min, max;	/* CONFIG_NUMBER, CONFIG_SIGNED, CONFIG_BYTES */
+	const char *def;	/* the default as the file spells it; NULL: not set */
+	const char *unit;	/* "bytes", "ms", "us", "count"; "" for text */
+	bool reload;		/* a reload applies it (copying the field's bytes) */
+	const char *doc;	/* what it is, in one line */
+	unsigned flags;		/* CONFIG_ZERO_OK, CONFIG_POW2, CONFIG_EMPTY_OK */
+	const struct config_name *names;	/* CONFIG_ENUM: ends with { NULL } */
+	const char *what;	/* text and enums: "'x' is not WHAT" */
+	const char *allowed;	/* a message's "(allowed: ...)" when the range is not it */
+	const char *absent;	/* the key not set means this (--print-config) */
+	const char *def_doc;	/* the default in words when it is no value */
+	const struct config_option *option;	/* NULL: none */
+};
+
+extern const struct config_key config_keys[];
+extern const size_t config_n_keys;
+
+/* The row of [@section] @name, or NULL. */
+const struct config_key *config_key_find(const char *section, const char *name);
+
+/*
+ * config_key_format - @c's value of the key of row @k as the file spells
+ * it (k->type->format), in @buf (at most @n bytes).  Returns false when
+ * the key is not set (listen, reg_fail_after off, no key_file) or @k is
+ * a CONFIG_LIST section.
+ */
+bool config_key_format(const struct config *c, const struct config_key *k, char *buf,
+		       size_t n);
+
+/*
+ * config_key_range - the values row @k allows, in @buf (at most @n bytes):
+ * "MIN..MAX" for numbers (bytes with the largest exact K/M/G suffix, the
+ * spelling of --print-config), the names of an enum joined by ", ", ""
+ * for text and lists.  CONFIG_ZERO_OK's extra 0 and CONFIG_POW2 are not
+ * in it.  Returns @buf.
+ */
+const char *config_key_range(const struct config_key *k, char *buf, size_t n);
+
+/*
+ * config_set_option - the command-line option of row @k with argument
+ * @arg, over @c, with the rules of the file.  Returns 0, or -EINVAL with
+ * one line "--option: what is wrong (allowed: ...)" in @err (at most
+ * @errlen bytes).  Lines set this way are not in key_line[].
+ */
+int config_set_option(struct config *c, const struct config_key *k, const char *arg,
+		      char *err, size_t errlen);
+
+/*
+ * config_defaults - fill @c with the table's defaults (node name = the
+ * hostname).  Returns 0, -errno if the hostname cannot be read, or
+ * -EINVAL if a default of the table does not parse (a bug, and
+ * test_config's).
  */
 int config_defaults(struct config *c);
 
-/*
- * config_faults_on - is any [fault] key of @c not at its off value
- * (post_enomem_every 0, reg_fail_after CONFIG_FAULT_OFF,
- * delay_completions_us 0, cut_after_frames 0, cut_every_frames 0, write_shift_bytes 0,
- * write_replay 0)?
- */
+/* config_faults_on - is any [fault] key of @c not at its default (off)? */
 bool config_faults_on(const struct config *c);
 
 /*
@@ -256,10 +266,11 @@ bool config_faults_on(const struct config *c);
  * and returns -ENOENT/-EACCES (cannot open), or -EINVAL (bad content).
  * After the file: checks [transport] redial_min_ms <= redial_max_ms
  * (reported as "FILE:LINE: ..." at the later of the two keys), that
- * [security] mode = authenticate has a key_file, then peers
- * against each other and the local node (duplicate names, a peer named
- * like the local node, node-id collisions, peers without listen) and
- * reports those as "FILE: ..." with -EINVAL.
+ * [security] mode authenticate or encrypt has a key_file and encrypt is
+ * not on kind verbs, then peers against each other and the local node
+ * (duplicate names, a peer named like the local node, node-id
+ * collisions, peers without listen) and reports those as "FILE: ..."
+ * with -EINVAL.
  */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
 
@@ -285,36 +296,23 @@ const char *config_where(const struct config *c, const char *section, const char
 
 /*
  * config_print - write @c to @out as a sluiced.conf that config_load()
- * reads back to the same configuration: every key of every section in
- * the parser's own table, defaults included; a key at a value the file
- * cannot spell (listen not set, reg_fail_after off) as a comment, which
- * is what its absence means; byte counts with the largest exact K/M/G
- * suffix; then [peers], then [ports].  Returns 0 or -EIO (a write failed).
+ * reads back to the same configuration: every row of the table in order,
+ * defaults included; a key at a value the file cannot spell (listen not
+ * set, reg_fail_after off) as a comment, which is what its absence means;
+ * byte counts with the largest exact K/M/G suffix; [peers] and [ports]
+ * line by line.  Returns 0 or -EIO (a write failed).
  */
 int config_print(FILE *out, const struct config *c);
 
 /*
- * config_change_fn - told about one key whose value differs on reload:
- * @section and @key name it ([peers]: the peer's name), @old_value and
- * @new_value as the file spells them ("(not set)" for an absent key or
- * peer), @applied whether the new value now runs (else it needs a
- * restart and the old one stays).
- */
-typedef void config_change_fn(const char *section, const char *key, const char *old_value,
-			      const char *new_value, bool applied, void *arg);
-
-/*
  * config_reload_merge - a reload (SIGHUP) read @next; bring @cur up to it
- * for the keys that apply at run time ([daemon] log_level, admin_group,
- * shutdown_drain_ms; [transport] peer_timeout_ms, ack_timeout_ms,
- * redial_min_ms, redial_max_ms; [limits] link_backlog_max,
- * unexpected_max_bytes, client_max_inflight; [security] key_file,
- * previous_key_file: the caller reads the files again).  Every other key, and every
- * peer added, removed or readdressed, keeps @cur's value.  @changed (may
- * be NULL) is called for each difference, in table order, with @arg.
- * @next must be a whole valid configuration (config_load() succeeded), so
- * the pairs checked together (redial_min_ms <= redial_max_ms) stay valid.
- * Returns the number of keys applied.
+ * for the keys whose row says reload (sluiced.conf(5) lists them; the
+ * caller reads the [security] key files again).  Every other key, and
+ * every peer added, removed or readdressed, keeps @cur's value.
+ * @changed (may be NULL) is called for each difference, in table order,
+ * with @arg.  @next must be a whole valid configuration (config_load()
+ * succeeded), so the pairs checked together (redial_min_ms <=
+ * redial_max_ms) stay valid.  Returns the number of keys applied.
  */
 int config_reload_merge(struct config *cur, const struct config *next,
 			config_change_fn *changed, void *arg);

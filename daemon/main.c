@@ -29,17 +29,23 @@
 #include "session.h"
 
 
+/* --help: an option that sets a configuration key comes from its row. */
 static void usage(FILE *out)
 {
+	const struct config_key *k;
+	char left[64];
+
 	fprintf(out,
 		"Usage: sluiced [OPTION]...\n"
 		"The sluice node communication daemon.\n\n"
-		"  -c, --config FILE        read FILE (INI; see sluiced.conf(5))\n"
-		"      --node NAME          node name (overrides [daemon] node)\n"
-		"      --runtime-dir DIR    control socket directory ([daemon] runtime_dir)\n"
-		"      --listen HOST:PORT   accept links from peers ([transport] listen)\n"
-		"      --peer NAME=HOST:PORT  add a peer node (repeatable)\n"
-		"      --log-level LEVEL    error, warn, info or debug\n"
+		"  -c, --config FILE        read FILE (INI; see sluiced.conf(5))\n");
+	for (k = config_keys; k < config_keys + config_n_keys; k++) {
+		if (!k->option)
+			continue;
+		snprintf(left, sizeof(left), "--%s %s", k->option->name, k->option->arg);
+		fprintf(out, "      %-19s  %s\n", left, k->option->help);
+	}
+	fprintf(out,
 		"      --spin-us N          busy-poll window before sleeping, microseconds\n"
 		"                           (default %d)\n"
 		"      --list-devices       list RDMA devices, ports and GIDs, and exit\n"
@@ -53,44 +59,16 @@ static void usage(FILE *out)
 		"  -V, --version            show the version\n", DAEMON_SPIN_US_DEFAULT);
 }
 
-static int add_peer(struct config *c, const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	struct peer_conf *p;
-	size_t n;
-
-	if (c->n_peers >= CONFIG_PEERS_MAX)
-		return -ENOSPC;
-	if (!eq)
-		return -EINVAL;
-	n = (size_t)(eq - arg);
-	if (n == 0 || n >= CONFIG_NAME_MAX)
-		return -EINVAL;
-	p = &c->peers[c->n_peers];
-	memcpy(p->name, arg, n);
-	p->name[n] = '\0';
-	if (!config_name_valid(p->name))
-		return -EINVAL;
-	if (config_parse_hostport(eq + 1, p->host, sizeof(p->host), &p->port))
-		return -EINVAL;
-	p->node_id = sl_node_id(p->name);
-	c->n_peers++;
-	return 0;
-}
-
-enum { OPT_NODE = 256, OPT_RUNDIR, OPT_LISTEN, OPT_PEER, OPT_LOGLEVEL, OPT_SPIN,
-       OPT_LIST_DEVICES, OPT_CHECK_CONFIG, OPT_PRINT_CONFIG, OPT_KEYGEN };
+/* getopt_long's values: sluiced's own options, and OPT_KEY + the row of
+ * config_keys[] for an option that sets a key. */
+enum { OPT_SPIN = 256, OPT_LIST_DEVICES, OPT_CHECK_CONFIG, OPT_PRINT_CONFIG, OPT_KEYGEN,
+       OPT_KEY = 1024 };
 
 /* What sluiced does with the configuration once it is read. */
 enum run_mode { RUN_DAEMON, RUN_CHECK_CONFIG, RUN_PRINT_CONFIG };
 
-static const struct option long_opts[] = {
+static const struct option own_opts[] = {
 	{ "config", required_argument, NULL, 'c' },
-	{ "node", required_argument, NULL, OPT_NODE },
-	{ "runtime-dir", required_argument, NULL, OPT_RUNDIR },
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "peer", required_argument, NULL, OPT_PEER },
-	{ "log-level", required_argument, NULL, OPT_LOGLEVEL },
 	{ "spin-us", required_argument, NULL, OPT_SPIN },
 	{ "list-devices", no_argument, NULL, OPT_LIST_DEVICES },
 	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
@@ -98,8 +76,25 @@ static const struct option long_opts[] = {
 	{ "keygen", required_argument, NULL, OPT_KEYGEN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 }
 };
+
+#define N_OWN_OPTS (sizeof(own_opts) / sizeof(own_opts[0]))
+
+/* own_opts, then the options of config_keys[], then the end. */
+static struct option long_opts[N_OWN_OPTS + CONFIG_KEY_SLOTS + 1];
+
+static void build_long_opts(void)
+{
+	size_t i, n = N_OWN_OPTS;
+
+	memcpy(long_opts, own_opts, sizeof(own_opts));
+	for (i = 0; i < config_n_keys; i++)
+		if (config_keys[i].option)
+			long_opts[n++] = (struct option){ config_keys[i].option->name,
+							  required_argument, NULL,
+							  OPT_KEY + (int)i };
+	long_opts[n] = (struct option){ NULL, 0, NULL, 0 };
+}
 
 /* sluiced --keygen FILE: 0 when written, 1 otherwise. */
 static int keygen(const char *path)
@@ -143,59 +138,18 @@ static int list_devices(void)
 static int apply_options(struct daemon *d, struct config *c)
 {
 	char err[512], where[CONFIG_SOURCE_MAX + 32];
-	int opt, lvl, rc;
 	long spin;
+	int opt;
 	char *end;
 
 	for (optind = 1; (opt = getopt_long(d->argc, d->argv, "c:hV", long_opts, NULL)) != -1;) {
-		switch (opt) {
-		case OPT_NODE:
-			if (!config_name_valid(optarg)) {
-				fprintf(stderr, "sluiced: --node: 1..%d characters of A-Z a-z "
-					"0-9 . _ -\n", CONFIG_NAME_MAX - 1);
+		if (opt >= OPT_KEY) {
+			if (config_set_option(c, &config_keys[opt - OPT_KEY], optarg, err,
+					      sizeof(err))) {
+				fprintf(stderr, "sluiced: %s\n", err);
 				return -EINVAL;
 			}
-			strcpy(c->node_name, optarg);
-			c->node_id = sl_node_id(c->node_name);
-			break;
-		case OPT_RUNDIR:
-			if (optarg[0] != '/' || strlen(optarg) >= CONFIG_PATH_MAX) {
-				fprintf(stderr, "sluiced: --runtime-dir: an absolute path "
-					"shorter than %d bytes\n", CONFIG_PATH_MAX);
-				return -EINVAL;
-			}
-			strcpy(c->runtime_dir, optarg);
-			break;
-		case OPT_LISTEN:
-			if (config_parse_hostport(optarg, c->listen_host,
-						  sizeof(c->listen_host), &c->listen_port)) {
-				fprintf(stderr, "sluiced: --listen: HOST:PORT expected\n");
-				return -EINVAL;
-			}
-			c->listen_set = true;
-			break;
-		case OPT_PEER:
-			rc = add_peer(c, optarg);
-			if (rc == -ENOSPC) {
-				fprintf(stderr, "sluiced: --peer %s: too many peers (at most %d, "
-					"the file's [peers] included)\n", optarg, CONFIG_PEERS_MAX);
-				return -EINVAL;
-			}
-			if (rc) {
-				fprintf(stderr, "sluiced: --peer %s: NAME=HOST:PORT expected, NAME "
-					"of A-Z a-z 0-9 . _ -\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_LOGLEVEL:
-			lvl = log_level_parse(optarg);
-			if (lvl < 0) {
-				fprintf(stderr, "sluiced: --log-level: error, warn, info or debug\n");
-				return -EINVAL;
-			}
-			c->log_level = lvl;
-			break;
-		case OPT_SPIN:
+		} else if (opt == OPT_SPIN) {
 			errno = 0;
 			spin = strtol(optarg, &end, 10);
 			if (errno || *end || spin < 0 || spin > 1000000) {
@@ -203,9 +157,6 @@ static int apply_options(struct daemon *d, struct config *c)
 				return -EINVAL;
 			}
 			d->spin_s = (double)spin / 1e6;
-			break;
-		default:
-			break;
 		}
 	}
 	if (optind < d->argc) {
@@ -233,6 +184,7 @@ static int parse_args(struct daemon *d, int argc, char **argv, enum run_mode *mo
 
 	d->argc = argc;
 	d->argv = argv;
+	build_long_opts();
 	/* The file first, so that options override it. */
 	for (optind = 1; (opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1;) {
 		if (opt == 'c')
