@@ -3,7 +3,7 @@
  * documented return code and exact one-line message; a full valid file
  * sets every field; the host:port and byte-count parsers; --print-config
  * output loads back to the same configuration; reload applies exactly the
- * reloadable keys.
+ * reloadable keys; the command-line options set keys by the file's rules.
  */
 #include <check.h>
 #include <errno.h>
@@ -1508,6 +1508,133 @@ START_TEST(reload_merge)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Command-line options (config_set_option)                            */
+/* ------------------------------------------------------------------ */
+
+/* The row of the option --@name, or NULL. */
+static const struct config_key *option_row(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < config_n_keys; i++)
+		if (config_keys[i].option && strcmp(config_keys[i].option->name, name) == 0)
+			return &config_keys[i];
+	return NULL;
+}
+
+/* sluiced's options that set keys are these, on these keys, and no more. */
+START_TEST(option_rows)
+{
+	static const char *const want[][3] = {
+		{ "node", "daemon", "node" }, { "runtime-dir", "daemon", "runtime_dir" },
+		{ "log-level", "daemon", "log_level" }, { "listen", "transport", "listen" },
+		{ "peer", "peers", NULL },
+	};
+	size_t i, n = 0;
+
+	for (i = 0; i < config_n_keys; i++)
+		n += config_keys[i].option != NULL;
+	ck_assert_uint_eq(n, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct config_key *k = option_row(want[i][0]);
+
+		ck_assert_msg(k, "no option --%s", want[i][0]);
+		ck_assert_str_eq(k->section, want[i][1]);
+		if (want[i][2])
+			ck_assert_str_eq(k->name, want[i][2]);
+		else
+			ck_assert_ptr_null(k->name);
+	}
+}
+END_TEST
+
+struct option_case {
+	const char *opt, *arg;
+	int rc;
+	const char *msg;	/* the whole message, or NULL when it sets */
+};
+
+static const struct option_case option_cases[] = {
+	{ "node", "beta", 0, NULL },
+	{ "node", "a/b", -EINVAL,
+	  "--node: 'a/b' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "runtime-dir", "/tmp/sl-opt", 0, NULL },
+	{ "runtime-dir", "rel", -EINVAL,
+	  "--runtime-dir: 'rel' is not an absolute path (allowed: an absolute path of at most 95 characters)" },
+	{ "log-level", "debug", 0, NULL },
+	{ "log-level", "loud", -EINVAL,
+	  "--log-level: 'loud' is not a log level (allowed: error, warn, info, debug)" },
+	{ "listen", "[::1]:7401", 0, NULL },
+	{ "listen", "x", -EINVAL,
+	  "--listen: 'x' has no port (allowed: HOST:PORT or [IPV6]:PORT with port 1..65535)" },
+	{ "peer", "b=10.0.0.2:7400", 0, NULL },
+	{ "peer", "x", -EINVAL, "--peer x: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -" },
+	{ "peer", "=h:1", -EINVAL, "--peer =h:1: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -" },
+	{ "peer", "b@d=h:1", -EINVAL,
+	  "--peer b@d=h:1: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -" },
+	{ "peer", "b=h:0", -EINVAL, "--peer b=h:0: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -" },
+};
+
+/* An option takes the file's rule for its key; a bad one changes nothing. */
+START_TEST(option_sets_key)
+{
+	const struct option_case *oc = &option_cases[_i];
+	const struct config_key *k = option_row(oc->opt);
+	struct config c, before;
+	char err[ERRLEN];
+	int rc;
+
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(config_defaults(&c), 0);
+	before = c;
+	memset(err, 'x', sizeof(err));
+	err[sizeof(err) - 1] = '\0';
+	rc = config_set_option(&c, k, oc->arg, err, sizeof(err));
+	ck_assert_msg(rc == oc->rc, "--%s %s: rc %d (%s)", oc->opt, oc->arg, rc, err);
+	if (oc->msg) {
+		ck_assert_str_eq(err, oc->msg);
+		ck_assert_msg(config_eq(&c, &before), "--%s %s: changed the configuration",
+			      oc->opt, oc->arg);
+		return;
+	}
+	ck_assert_msg(!config_eq(&c, &before), "--%s %s: changed nothing", oc->opt, oc->arg);
+	if (k->name) {
+		char val[CONFIG_HOST_MAX];
+
+		ck_assert(config_key_format(&c, k, val, sizeof(val)));
+		ck_assert_str_eq(val, oc->arg);
+	}
+}
+END_TEST
+
+/* --node sets the node id with the name; --peer adds up to CONFIG_PEERS_MAX. */
+START_TEST(option_node_and_peers)
+{
+	const struct config_key *peer = option_row("peer");
+	struct config c;
+	char err[ERRLEN], arg[32];
+	int i;
+
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert_int_eq(config_set_option(&c, option_row("node"), "alpha", err, sizeof(err)), 0);
+	ck_assert_str_eq(c.node_name, "alpha");
+	ck_assert_uint_eq(c.node_id, sl_node_id("alpha"));
+	for (i = 0; i < CONFIG_PEERS_MAX; i++) {
+		snprintf(arg, sizeof(arg), "p%d=h:%d", i, i + 1);
+		ck_assert_int_eq(config_set_option(&c, peer, arg, err, sizeof(err)), 0);
+	}
+	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
+	ck_assert_str_eq(c.peers[255].name, "p255");
+	ck_assert_uint_eq(c.peers[255].node_id, sl_node_id("p255"));
+	ck_assert_str_eq(c.peers[255].host, "h");
+	ck_assert_uint_eq(c.peers[255].port, 256);
+	ck_assert_int_eq(config_set_option(&c, peer, "q=h:1", err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "--peer q=h:1: too many peers (at most 256, the file's [peers] included)");
+	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
+}
+END_TEST
+
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *config_suite(void)
@@ -1545,6 +1672,12 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, print_lists_every_key);
 	tcase_add_test(tc, print_ports_round_trip);
 	tcase_add_test(tc, reload_merge);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("options");
+	tcase_add_test(tc, option_rows);
+	tcase_add_loop_test(tc, option_sets_key, 0, N_OF(option_cases));
+	tcase_add_test(tc, option_node_and_peers);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parsers");
