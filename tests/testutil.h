@@ -1,9 +1,10 @@
 /*
- * testutil.h - helpers shared by the integration tests that run clients in
- * forked processes (test_integration.c, test_rndv.c): the clients' exit
- * codes, opening and closing a client queue, pipe signalling, pages
- * shared with the test process, deterministic randomness, self-describing
- * message payloads, a start barrier, and reaping the clients.
+ * testutil.h - helpers shared by the integration tests that run clients
+ * in forked processes (test_random_traffic.c, test_rndv.c, ...; their
+ * loops are in client_kit.h): the clients' exit codes, opening and
+ * closing a client queue, pipe signalling, pages shared with the test
+ * process, deterministic randomness, self-describing message payloads, a
+ * start barrier, and reaping the clients.
  *
  * Conventions, as in harness.h.  A client process never uses Check and
  * never aborts: functions meant for clients (cl_*, barrier_arrive) report
@@ -30,7 +31,7 @@
  *    (test_pressure c03), the work another party gets through while one
  *    starves (test_rndv writes_not_starved_by_sends), the CPU time a spin
  *    burns (test_lifecycle daemon_gone_is_reported), or a comparison with
- *    a baseline taken beside it under the same load (test_integration
+ *    a baseline taken beside it under the same load (test_doorbell_hammer
  *    doorbell_hammer_does_not_starve); the figures are printed either way;
  *  - a client that gives up says why: cl_die()'s message comes back to the
  *    test process (cl_last_words) and into its failure message
