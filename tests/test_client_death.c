@@ -15,7 +15,7 @@
  *                         B1 killed while 100 eager messages for it wait
  *                         unexpected in daemon B.
  *
- * Conventions as in test_integration.c and test_rndv.c: real daemons on
+ * Conventions as in test_random_traffic.c and test_rndv.c: real daemons on
  * TCP loopback (tests/harness.c), clients in forked processes that report
  * through their exit code (enum cl_exit, with a line on stderr) and a
  * shared page, plans from a fixed seed, every wait bounded, daemon state
@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "client_kit.h"
 #include "sl_shm.h"
 #include "sluice.h"
 #include "testutil.h"
@@ -85,15 +86,6 @@ static void sleep_us(int64_t us)
 		;
 }
 
-static uint8_t *cl_alloc(struct cl *c, size_t len)
-{
-	uint8_t *p = sl_alloc(c->q, len);
-
-	CL_REQUIRE(p, CL_E_SETUP, "sl_alloc %zu (arena %zu): %s", len, sl_arena_size(c->q),
-		   strerror(errno));
-	return p;
-}
-
 /* Client: one event byte to the test process or from it. */
 static void ev_send(int fd, uint8_t b, const char *what)
 {
@@ -108,21 +100,6 @@ static void ev_await(int fd, uint8_t want, int ms, const char *what)
 	int rc = h_read_byte(fd, &b, ms);
 
 	CL_REQUIRE(rc == 1 && b == want, CL_E_SYNC, "%s: rc %d byte %#x", what, rc, b);
-}
-
-/* A one-way pipe. */
-struct chan {
-	int fd[2];
-};
-
-static void chan_init(struct chan *c)
-{
-	H_ASSERT(pipe2(c->fd, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
-}
-
-static void chan_close(struct chan *c)
-{
-	H_ASSERT(close(c->fd[0]) == 0 && close(c->fd[1]) == 0, "close: %s", strerror(errno));
 }
 
 /* Test process: wait for event @want from a client; if it does not come,

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_kit.h"
 #include "harness.h"
 #include "progress.h"	/* PASS_BUDGET */
 #include "sluice.h"
@@ -103,44 +104,6 @@ static void asan_small_quarantine(void)
 /* ------------------------------------------------------------------ */
 /* Client processes: completions, a retrying sender                     */
 /* ------------------------------------------------------------------ */
-
-static uint8_t *cl_alloc(struct cl *c, size_t len)
-{
-	uint8_t *p = sl_alloc(c->q, len);
-
-	CL_REQUIRE(p, CL_E_SETUP, "sl_alloc %zu (arena %zu): %s", len, sl_arena_size(c->q),
-		   strerror(errno));
-	return p;
-}
-
-static void *cl_calloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	CL_REQUIRE(p, CL_E_SETUP, "out of memory (%zu x %zu)", n, size);
-	return p;
-}
-
-typedef void (*cqe_fn)(void *arg, const struct sl_cqe *cqe);
-
-/* Hand the completions there are to @fn, waiting up to @wait_ms for the
- * first (0: do not wait).  Returns how many. */
-static int pump(struct cl *c, cqe_fn fn, void *arg, int wait_ms)
-{
-	struct sl_cqe cqes[64];
-	int n = sl_poll(c->q, cqes, 64), i, rc;
-
-	CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
-	if (n == 0 && wait_ms > 0) {
-		rc = sl_wait(c->q, wait_ms);
-		CL_REQUIRE(rc >= 0 || rc == -EINTR, CL_E_POLL, "sl_wait: %s", strerror(-rc));
-		n = sl_poll(c->q, cqes, 64);
-		CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
-	}
-	for (i = 0; i < n; i++)
-		fn(arg, &cqes[i]);
-	return n;
-}
 
 /* What a sender reports, in memory shared with the test process. */
 struct snd_stats {
@@ -318,39 +281,10 @@ static void track_arrival(struct src_track *t, const char *who, uint32_t seq, ui
 	t->got++;
 }
 
-/* ---- holding clients open after their traffic ---- */
-
-/*
- * Clients write "done" once their traffic is over and then wait for "go",
- * so that the daemons' pools can be read with every queue still open (an
- * unexpected message would still be counted, not dropped with its queue).
- */
-struct hold {
-	int done[2];
-	int go[2];
-};
-
-static void hold_init(struct hold *h)
-{
-	H_ASSERT(pipe2(h->done, O_CLOEXEC) == 0 && pipe2(h->go, O_CLOEXEC) == 0, "pipe: %s",
-		 strerror(errno));
-}
-
-static void hold_here(struct hold *h)
-{
-	cl_signal(h->done[1], "hold done");
-	cl_await(h->go[0], 60000, "hold go");
-}
-
-static void hold_release(struct hold *h, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		H_ASSERT(h_write_byte(h->go[1], 1) == 0, "hold release: %s", strerror(errno));
-	H_ASSERT(close(h->go[1]) == 0 && close(h->go[0]) == 0 && close(h->done[0]) == 0 &&
-		 close(h->done[1]) == 0, "close: %s", strerror(errno));
-}
+/* Clients hold their queues open after their traffic (struct hold,
+ * client_kit.h), so that the daemons' pools are read with every queue
+ * still open: an unexpected message is still counted, not dropped with
+ * its queue. */
 
 /* ---- test process: many clients ---- */
 
@@ -673,7 +607,7 @@ static void f_sender_run(int me, const struct h_daemon *nodes, struct barrier *b
 	while (!snd_done(&s)) {
 		unsigned posted = snd_post(&s);
 
-		if (pump(&c, f_sender_cqe, &s, posted ? 0 : 1) > 0)
+		if (cl_pump(&c, f_sender_cqe, &s, posted ? CL_PUMP_NO_WAIT : 1, false) > 0)
 			last = h_now_ms();
 		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
 			   "no completion for %d ms: %u of %u OK, %u in flight", CL_STALL_MS,
@@ -773,7 +707,7 @@ static void f_receiver_run(const struct h_daemon *nodes, struct barrier *b, stru
 			if (r.posted - r.completed > sh->max_posted)
 				sh->max_posted = r.posted - r.completed;
 		}
-		if (pump(&r.c, f_recv_cqe, &r, 1) > 0)
+		if (cl_pump(&r.c, f_recv_cqe, &r, 1, false) > 0)
 			last = h_now_ms();
 		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
 			   "no completion for %d ms: %u of %u received", CL_STALL_MS, r.completed,
@@ -1097,7 +1031,7 @@ static void c3_client_run(int me, const struct h_daemon *nodes, const struct c3_
 		/* Sends take what the receives left of the ring: posted first,
 		 * they would keep every slot a completion frees. */
 		posted += snd_post(&x.s);
-		steps += posted + (unsigned)pump(&x.c, c3_cqe, &x, posted ? 0 : 1);
+		steps += posted + (unsigned)cl_pump(&x.c, c3_cqe, &x, posted ? CL_PUMP_NO_WAIT : 1, false);
 		/* B1's pause, seen from either side, is no crawl. */
 		if (__atomic_load_n(&sh->b1_paused, __ATOMIC_ACQUIRE))
 			progress_excuse(&pg);
@@ -1488,7 +1422,7 @@ static void c5_sender_run(unsigned me, const struct h_daemon *nodes, struct barr
 	while (!snd_done(&s)) {
 		unsigned posted = snd_post(&s);
 
-		if (pump(&c, c5_sender_cqe, &s, posted ? 0 : 1) > 0)
+		if (cl_pump(&c, c5_sender_cqe, &s, posted ? CL_PUMP_NO_WAIT : 1, false) > 0)
 			last = h_now_ms();
 		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT,
 			   "no completion for %d ms: %u of %u OK, %u in flight", CL_STALL_MS,
@@ -1568,7 +1502,7 @@ static void c5_receiver_run(const struct h_daemon *nodes, struct barrier *b, str
 				r.posted++;
 				posted = true;
 			}
-			if (pump(&r.c, c5_recv_cqe, &r, posted ? 0 : 1) > 0)
+			if (cl_pump(&r.c, c5_recv_cqe, &r, posted ? CL_PUMP_NO_WAIT : 1, false) > 0)
 				last = h_now_ms();
 			/* Slowly: 1 ms per 100 receives. */
 			if (r.total - slept_at >= 100) {

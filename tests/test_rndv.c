@@ -5,8 +5,8 @@
  * -ENOMEM, cases C01, C04 and C08 of docs/cases.md, and the
  * one-copy path within a node.
  *
- * Same conventions as test_integration.c: real daemons on TCP loopback
- * (tests/harness.c), clients in forked processes that report through
+ * Real daemons on TCP loopback (tests/harness.c), clients in forked
+ * processes (the loops of tests/client_kit.h) that report through
  * their exit code (enum cl_exit in testutil.h, with a line on stderr)
  * and a shared result page, traffic planned from fixed seeds before the
  * fork.  Daemon
@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "client_kit.h"
 #include "harness.h"
 #include "sluice.h"
 #include "testutil.h"
@@ -54,15 +55,6 @@
 /* ------------------------------------------------------------------ */
 /* Client processes: buffers, completions, posts                        */
 /* ------------------------------------------------------------------ */
-
-static uint8_t *cl_alloc(struct cl *c, size_t len)
-{
-	uint8_t *p = sl_alloc(c->q, len);
-
-	CL_REQUIRE(p, CL_E_SETUP, "sl_alloc %zu (arena %zu): %s", len, sl_arena_size(c->q),
-		   strerror(errno));
-	return p;
-}
 
 /*
  * @n buffers of @len bytes each starting on a multiple of @align arena
@@ -82,230 +74,16 @@ static void cl_alloc_aligned(struct cl *c, uint8_t **bufs, unsigned n, size_t le
 		bufs[i] = base + off + (size_t)i * stride;
 }
 
-typedef void (*cqe_fn)(void *arg, const struct sl_cqe *cqe);
-
-/*
- * Hand the completions there are to @fn, waiting up to @wait_ms for the
- * first.  Returns how many, or -ECONNRESET when the daemon has gone and
- * every completion it wrote has been taken (only with @gone_ok; else that
- * ends the client).
- */
-static int cl_pump(struct cl *c, cqe_fn fn, void *arg, int wait_ms, bool gone_ok)
-{
-	struct sl_cqe cqes[64];
-	int n = sl_poll(c->q, cqes, 64), i, rc;
-
-	CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
-	if (n == 0) {
-		rc = sl_wait(c->q, wait_ms);
-		if (rc == -ECONNRESET && gone_ok)
-			return -ECONNRESET;
-		CL_REQUIRE(rc >= 0 || rc == -EINTR, CL_E_POLL, "sl_wait: %s", strerror(-rc));
-		n = sl_poll(c->q, cqes, 64);
-		CL_REQUIRE(n >= 0, CL_E_POLL, "sl_poll: %s", strerror(-n));
-	}
-	for (i = 0; i < n; i++)
-		fn(arg, &cqes[i]);
-	return n;
-}
-
-/* Post a send or a receive; while the SQ is full, completions go to @fn. */
-static void cl_post(struct cl *c, bool send, sl_addr_t peer, uint64_t tag, void *buf,
-		    size_t len, uint64_t ctx, cqe_fn fn, void *arg)
-{
-	int64_t t0 = h_now_ms();
-
-	for (;;) {
-		int rc = send ? sl_send(c->q, peer, tag, buf, len, ctx)
-			      : sl_recv(c->q, peer, tag, ~0ull, buf, len, ctx);
-
-		if (rc == 0)
-			return;
-		CL_REQUIRE(rc == -EAGAIN, CL_E_POST, "%s ctx %#llx: %s", send ? "sl_send" : "sl_recv",
-			   (unsigned long long)ctx, strerror(-rc));
-		CL_REQUIRE(h_now_ms() - t0 < CL_STALL_MS, CL_E_TIMEOUT, "SQ full for %d ms",
-			   CL_STALL_MS);
-		(void)cl_pump(c, fn, arg, 1, false);
-	}
-}
-
-/*
- * Hand completions to @fn until *@count (which @fn advances) reaches
- * @target.  CL_E_TIMEOUT after CL_STALL_MS without any completion, the
- * message naming @what and the count.
- */
-static void cl_pump_until(struct cl *c, cqe_fn fn, void *arg, const uint32_t *count,
-			  uint32_t target, const char *what)
-{
-	int64_t last = h_now_ms();
-
-	while (*count < target) {
-		if (cl_pump(c, fn, arg, 10, false) > 0)
-			last = h_now_ms();
-		CL_REQUIRE(h_now_ms() - last < CL_STALL_MS, CL_E_TIMEOUT, "%s: %u of %u", what,
-			   *count, target);
-	}
-}
-
-/*
- * The index of completion @e's user_ctx, which must be of @kind
- * (CTX_SEND or CTX_RECV), below @n and not marked in @seen (else
- * CL_E_CTX: unknown, or completed twice); marks it.
- */
-static uint32_t ctx_once(const struct sl_cqe *e, uint64_t kind, uint32_t n, uint8_t *seen)
-{
-	uint32_t k = CTX_INDEX(e->user_ctx);
-
-	CL_REQUIRE(CTX_KIND(e->user_ctx) == kind && k < n && !seen[k], CL_E_CTX,
-		   "%s ctx %#llx: unknown or completed before", kind == CTX_SEND ? "send" : "recv",
-		   (unsigned long long)e->user_ctx);
-	seen[k] = 1;
-	return k;
-}
-
-/*
- * Completion @e of the client's send or receive @k must be SL_OK (else
- * CL_E_STATUS) with @opcode, @len, @tag and @peer (else CL_E_META).
- */
-static void cqe_expect_ok(const struct sl_cqe *e, uint32_t k, uint8_t opcode, uint64_t len,
-			  uint64_t tag, sl_addr_t peer)
-{
-	const char *op = opcode == SL_OP_SEND ? "send" : "recv";
-
-	CL_REQUIRE(e->status == SL_OK, CL_E_STATUS, "%s %u: %s", op, k, sl_strerror(e->status));
-	CL_REQUIRE(e->opcode == opcode && e->len == len && e->tag == tag && addr_eq(e->peer, peer),
-		   CL_E_META, "%s %u: opcode %u len %llu tag %llu peer %08x:%u", op, k, e->opcode,
-		   (unsigned long long)e->len, (unsigned long long)e->tag, e->peer.node,
-		   e->peer.port);
-}
-
-/* ---- coordinating clients and the test process ---- */
-
-/* A one-way event pipe, child to test process or back. */
-struct chan {
-	int fd[2];
-};
-
-static void chan_init(struct chan *c)
-{
-	H_ASSERT(pipe2(c->fd, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
-}
-
-static void chan_close(struct chan *c)
-{
-	H_ASSERT(close(c->fd[0]) == 0 && close(c->fd[1]) == 0, "close: %s", strerror(errno));
-}
-
-/* Test process: wait for an event from the clients, failing them all
- * (with their exit statuses) if it does not come. */
-static void chan_expect(struct chan *c, int ms, const pid_t *pids, const char *const *names,
-			unsigned n, const char *what)
-{
-	uint8_t x;
-	int rc = h_read_byte(c->fd[0], &x, ms);
-
-	if (rc != 1) {
-		char why[128];
-
-		snprintf(why, sizeof(why), "no \"%s\" within %d ms (rc %d)", what, ms, rc);
-		fail_clients(pids, names, n, why);
-	}
-}
-
-static void chan_send(struct chan *c)
-{
-	int rc = h_write_byte(c->fd[1], 1);
-
-	H_ASSERT(rc == 0, "chan write: %s", strerror(-rc));
-}
-
-/*
- * Clients that hold their queues open after their traffic, so that the
- * daemons' registration caches can be read with the arenas still there:
- * each writes "done", then waits for a byte on "go".
- */
-struct hold {
-	int done[2];
-	int go[2];
-};
-
-static void hold_init(struct hold *h)
-{
-	H_ASSERT(pipe2(h->done, O_CLOEXEC) == 0 && pipe2(h->go, O_CLOEXEC) == 0, "pipe: %s",
-		 strerror(errno));
-}
-
-static void hold_here(struct hold *h)
-{
-	cl_signal(h->done[1], "hold done");
-	cl_await(h->go[0], 60000, "hold go");
-}
-
-static void hold_wait_done(struct hold *h, unsigned n_hold, int ms, const pid_t *pids,
-			   const char *const *names, unsigned n)
-{
-	int64_t deadline = h_now_ms() + ms;
-	unsigned i;
-
-	for (i = 0; i < n_hold; i++) {
-		int64_t left = deadline - h_now_ms();
-		uint8_t x;
-		int rc = h_read_byte(h->done[0], &x, left > 0 ? (int)left : 0);
-
-		if (rc != 1) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "only %u of %u clients done within %d ms", i,
-				 n_hold, ms);
-			fail_clients(pids, names, n, why);
-		}
-	}
-}
-
-/* Let the @n held clients go on (and close the pipes). */
-static void hold_release(struct hold *h, unsigned n)
-{
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		H_ASSERT(h_write_byte(h->go[1], 1) == 0, "hold release: %s", strerror(errno));
-	H_ASSERT(close(h->go[1]) == 0 && close(h->go[0]) == 0 && close(h->done[0]) == 0 &&
-		 close(h->done[1]) == 0, "close: %s", strerror(errno));
-}
-
 /* ---- test process helpers ---- */
 
-/* Post one send and wait for its completion (test process). */
+/* Post one send and wait for its completion, which names @tag too. */
 static struct sl_cqe g_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag, const void *buf,
 			    size_t len, uint64_t ctx)
 {
-	struct sl_cqe cqe;
-	int rc = sl_send(q, dst, tag, buf, len, ctx);
+	struct sl_cqe cqe = send_wait(q, dst, tag, buf, len, ctx, 10000);
 
-	H_ASSERT(rc == 0, "sl_send: %s", strerror(-rc));
-	wait_cqes(q, &cqe, 1, 10000);
-	H_EQ(cqe.user_ctx, ctx);
-	H_EQ(cqe.opcode, SL_OP_SEND);
-	H_EQ(cqe.len, len);
 	H_EQ(cqe.tag, tag);
 	return cqe;
-}
-
-/* One completion that must be exactly this (test process). */
-static void expect_cqe(struct sl_queue *q, uint8_t opcode, uint64_t ctx, int status,
-		       uint64_t len, uint64_t tag, sl_addr_t peer)
-{
-	struct sl_cqe cqe;
-
-	wait_cqes(q, &cqe, 1, 10000);
-	H_ASSERT(cqe.opcode == opcode && cqe.user_ctx == ctx && cqe.status == status &&
-		 cqe.len == len && cqe.tag == tag && addr_eq(cqe.peer, peer),
-		 "got opcode %u ctx %#llx %s len %llu tag %llu peer %08x:%u; want opcode %u "
-		 "ctx %#llx %s len %llu tag %llu peer %08x:%u", cqe.opcode,
-		 (unsigned long long)cqe.user_ctx, sl_strerror(cqe.status),
-		 (unsigned long long)cqe.len, (unsigned long long)cqe.tag, cqe.peer.node,
-		 cqe.peer.port, opcode, (unsigned long long)ctx, sl_strerror(status),
-		 (unsigned long long)len, (unsigned long long)tag, peer.node, peer.port);
 }
 
 /* ---- daemon statistics ---- */
