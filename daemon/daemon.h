@@ -4,7 +4,7 @@
  *
  * Progress model (io_uring SQPOLL, spin-then-block): while any queue had
  * work recently an ev_idle watcher keeps the loop polling rings; after
- * spin_ns with nothing to do the daemon sets NEED_WAKEUP on every SQ,
+ * spin_s with nothing to do the daemon sets NEED_WAKEUP on every SQ,
  * re-checks them, and sleeps in epoll until a doorbell eventfd, a socket
  * or a timer fires.
  */

@@ -226,8 +226,10 @@ enum sl_wire_type {
 /*
  * WRITE (transport frame, payload = the data): the tcp transport's RDMA
  * write.  The receiving transport checks (rkey, raddr, payload_len)
- * against its MR table and places the payload there; a bad key or range
- * is a remote access error that breaks the connection, as on an RC QP.
+ * against the live grants of the connection (the ranges its RTRs
+ * granted, docs/rendezvous-grants.md) before placing a byte; a write
+ * outside them places nothing, its payload is read and dropped, and only
+ * its rendezvous fails (the connection stays, unlike an RC QP's).
  *   32 u64 raddr
  *   40 u32 rkey
  *   44 u32 has_imm      0 or 1: write with immediate
@@ -427,7 +429,7 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * can name the version the peer speaks).  Bytes after the frame are
  * not looked at.  Never reads past @buf + @len.  Thread-safe.  The wire
  * cannot check everything: a receiver checks an RTR's len against its
- * message, and a WRITE's (raddr, payload_len) against its MR table.
+ * message, and a WRITE's (rkey, raddr, payload_len) against its grants.
  */
 int sl_wire_decode_hdr(const void *buf, size_t len, struct sl_wire_frame *f);
 

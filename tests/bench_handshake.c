@@ -1,9 +1,10 @@
 /*
- * bench_handshake.c - what the link handshake costs (docs/peer-
- * authentication.md): one sluiced accepting, this program dialing it as
- * one of its configured peers over and over, each time the whole opening
- * of a link over TCP on 127.0.0.1: connect, the AUTH handshake and both
- * HELLOs (tests/raw_peer.c), timed from connect() to the daemon's HELLO.
+ * bench_handshake.c - what the link handshake costs
+ * (docs/peer-authentication.md): one sluiced accepting, this program
+ * dialing it as one of its configured peers over and over, each time the
+ * whole opening of a link over TCP on 127.0.0.1: connect, the AUTH
+ * handshake and both HELLOs (tests/raw_peer.c), timed from connect() to
+ * the daemon's HELLO.
  * Prints the median, p99 and max for [security] mode none and
  * authenticate.  A benchmark, not a test: run by hand,
  *   top_builddir=build build/tests/bench_handshake [ROUNDS]

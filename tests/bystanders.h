@@ -1,6 +1,6 @@
 /*
  * bystanders.h - the clients beside an attack on a live link, which must
- * see nothing of it (issue 14's rule for attack tests): a stream of
+ * see nothing of it (the rule for attack tests, docs/security.md): a stream of
  * BYS_STREAM_N messages of 1000 bytes from node x to node y (at most 8 in
  * flight, each checked byte-exact and in order, received from x's node
  * only) and a ping-pong of 64-byte messages from y to an echo on x, each

@@ -1,6 +1,6 @@
 /*
- * test_bulk.c - one bulk transfer must never stall a shared link (issue
- * 13, sections 1 and 2): ACKs and keepalives overtake data that has not
+ * test_bulk.c - one bulk transfer must never stall a shared link
+ * (docs/link-scheduling.md): ACKs and keepalives overtake data that has not
  * left yet (the link's data budget, LINK_TX_BUDGET), a transfer longer
  * than ack_timeout_ms completes at the speed of its connection, a
  * rendezvous cut in the middle resumes from the last segment the receiver

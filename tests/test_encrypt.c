@@ -1,7 +1,6 @@
 /*
- * test_encrypt.c - [security] mode encrypt (issue 14, section 1, "encrypt
- * (tcp transport)"; docs/encryption.md): TLS 1.3 after the authenticated
- * handshake.
+ * test_encrypt.c - [security] mode encrypt on the tcp transport
+ * (docs/encryption.md): TLS 1.3 after the authenticated handshake.
  *
  * The link between the two nodes under test runs through a relay: a
  * small TCP proxy, forked by the test, that the dialer is told is its

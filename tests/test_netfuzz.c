@@ -1,5 +1,5 @@
 /*
- * test_netfuzz.c - the network fuzzer of issue 14 (section 4): a peer
+ * test_netfuzz.c - the network fuzzer (docs/security.md): a peer
  * that holds the cluster key and speaks the protocol, then lies in it.
  *
  * Nodes a and b, both in [security] mode authenticate with one key; b

@@ -493,8 +493,8 @@ START_TEST(known_traffic)
 	snprintf(uid, sizeof(uid), "uid=\"%u\"", (unsigned)getuid());
 	H_EQ(sample(&b1, "sluice_uid_queues", uid), 2);
 
-	/* Bytes and messages moved, where the daemon counts them (issue 16's
-	 * links and queues columns): exact. */
+	/* Bytes and messages moved, as the daemon counts them per link and
+	 * per queue (docs/operator-view.md): exact. */
 	if (count_samples(&a1, "sluice_link_tx_bytes_total")) {
 		double sent = (double)N_MSGS * MSG_LEN + (double)K_UNEXP * UNEXP_LEN;
 

@@ -1,8 +1,8 @@
 /*
  * test_senderuid.c - the sender's uid in the receive completion of a
- * message from another node (issue 14, section 3: "the sender's uid (and
- * its node) in the receive completion where the daemon knows it, so that
- * a server can authorize requests").
+ * message from another node: the sender's uid (and its node) in the
+ * receive completion where the daemon knows it, so that a server can
+ * authorize requests (docs/limits.md; struct sl_cqe in sluice.h).
  *
  * Two daemons on TCP loopback, node S (the sender's) and node R (the
  * receiver's), with client_group = users so that a forked client that
