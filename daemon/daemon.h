@@ -21,7 +21,6 @@
 #include "loop_watch.h"
 #include "service.h"
 #include "uid_quota.h"
-#include "wake.h"
 #include "xport/xport.h"
 
 struct queue;
@@ -138,7 +137,9 @@ struct daemon {
 	ev_check starvation_w;		/* runs them if fds keep idle out */
 	bool idle_ran;			/* progress_w ran since the last check */
 	bool kicked;			/* daemon_wake() since try_sleep began */
-	struct wake_sleeper_list sleepers;	/* SQs with NEED_WAKEUP set (wake.h) */
+	/* SQs with NEED_WAKEUP set (wake.h); declared here so that daemon.h
+	 * needs nothing of wake.h. */
+	TAILQ_HEAD(wake_sleeper_list, wake_sleeper) sleepers;
 	/* Nodes logged as unknown (engine.c, note_unknown_node). */
 	uint32_t unknown_logged[ENGINE_UNKNOWN_LOGGED];
 	unsigned n_unknown_logged;

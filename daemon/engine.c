@@ -21,7 +21,6 @@
 #include "queue.h"
 #include "rcache.h"
 #include "rndv.h"
-#include "session.h"
 
 static bool port_valid(uint32_t port)
 {
@@ -210,7 +209,7 @@ void engine_fail_queue(struct queue *q, int status, const char *why)
 	q->failed = status;
 	if (now - logged_at >= FAIL_LOG_PERIOD_S) {
 		log_warn("client pid %d: queue %u (port %u) failed: %s; its descriptors complete "
-			 "%s (%u more queues failed unlogged)", q->owner ? (int)q->owner->pid : -1,
+			 "%s (%u more queues failed unlogged)", q->owner ? (int)q->charge.pid : -1,
 			 q->id, q->port, why, sl_strerror(status), unlogged);
 		logged_at = now;
 		unlogged = 0;

@@ -17,7 +17,7 @@
 #include "queue.h"
 #include "rcache.h"
 #include "release.h"
-#include "session.h"
+#include "uid_quota.h"
 #include "wake.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
@@ -140,7 +140,7 @@ static void queue_destroy(struct queue *q)
 	free(q);
 }
 
-int queue_create(struct daemon *d, struct session *s, uint32_t port,
+int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,
 		 uint32_t depth, struct queue **q_p)
 {
 	struct queue *q;
@@ -159,11 +159,11 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 	q->d = d;
 	q->memfd = q->sq_efd = q->cq_efd = -1;
 	q->refs = 1;
-	q->uid = s->uid;
+	q->uid = who->uid;
 	match_init(&q->mq);
 	TAILQ_INIT(&q->claims);
 
-	rc = port_bind(d, q, port, s->uid);
+	rc = port_bind(d, q, port, who->uid);
 	if (rc)
 		goto err_free;
 	rc = segment_create(d, q, sq_n, sq_n * SL_CQ_PER_SQ);
@@ -179,7 +179,8 @@ int queue_create(struct daemon *d, struct session *s, uint32_t port,
 	rc = rcache_owner_add(d->rc, q->id, q->arena_size);
 	if (rc)
 		goto err_unbind;
-	q->owner = s;
+	q->owner = who->session;
+	q->charge = *who;
 	ev_io_init(&q->sq_w, sq_doorbell_cb, q->sq_efd, EV_READ);
 	q->sq_w.data = q;
 	ev_io_start(d->loop, &q->sq_w);
@@ -218,9 +219,9 @@ void queue_kill(struct queue *q)
 		return;
 	q->dead = true;
 	if (q->owner) {
-		q->owner->in_flight -= q->in_flight;	/* completions go nowhere now */
-		if (q->owner->uq)
-			q->owner->uq->in_flight -= q->in_flight;
+		*q->charge.in_flight -= q->in_flight;	/* completions go nowhere now */
+		if (q->charge.uq)
+			q->charge.uq->in_flight -= q->in_flight;
 	}
 	q->owner = NULL;
 	ev_io_stop(d->loop, &q->sq_w);
@@ -275,9 +276,9 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 	}
 	q->in_flight--;
 	if (q->owner) {
-		q->owner->in_flight--;
-		if (q->owner->uq)
-			q->owner->uq->in_flight--;
+		(*q->charge.in_flight)--;
+		if (q->charge.uq)
+			q->charge.uq->in_flight--;
 	}
 	d->ctr.cqes++;
 	d->ctr.completions[daemon_status_slot(status)]++;
@@ -298,8 +299,8 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 /* Has the client of @q as many descriptors in flight as it may? */
 static bool quota_full(const struct queue *q)
 {
-	return q->owner && (q->owner->in_flight >= q->d->cfg.client_max_inflight ||
-			    uid_quota_inflight_full(q->d, q->owner->uq));
+	return q->owner && (*q->charge.in_flight >= q->d->cfg.client_max_inflight ||
+			    uid_quota_inflight_full(q->d, q->charge.uq));
 }
 
 int queue_drain(struct queue *q, struct desc *out, unsigned max)
@@ -342,9 +343,9 @@ int queue_drain(struct queue *q, struct desc *out, unsigned max)
 		};
 		taken++;
 		q->in_flight++;
-		q->owner->in_flight++;
-		if (q->owner->uq)
-			q->owner->uq->in_flight++;
+		(*q->charge.in_flight)++;
+		if (q->charge.uq)
+			q->charge.uq->in_flight++;
 		q->sqes++;
 		d->ctr.sqes++;
 	}

@@ -32,12 +32,25 @@
 struct daemon;
 struct rndv_recv;
 struct session;
+struct uid_usage;
+
+/* What a queue charges its accepted descriptors to besides itself, filled
+ * by its session: the client's in-flight count (client_max_inflight) and
+ * its uid's (uid_quota.h). */
+struct queue_owner {
+	struct session *session;	/* opaque here */
+	pid_t pid;
+	uid_t uid;
+	uint32_t *in_flight;		/* the client's */
+	struct uid_usage *uq;		/* its uid's; NULL: none */
+};
 
 TAILQ_HEAD(rndv_recv_list, rndv_recv);
 
 struct queue {
 	struct daemon *d;
 	struct session *owner;		/* NULL once dead */
+	struct queue_owner charge;	/* while owner is set */
 	TAILQ_ENTRY(queue) all;		/* daemon->queues while alive */
 	TAILQ_ENTRY(queue) by_session;
 	TAILQ_ENTRY(queue) dirty;	/* daemon->cq_dirty */
@@ -80,13 +93,14 @@ struct queue {
 };
 
 /*
- * queue_create - build a queue: memfd with header, rings and arena, sealed
- * against resizing; eventfds; the port binding.
+ * queue_create - build a queue for @who's session: memfd with header,
+ * rings and arena, sealed against resizing; eventfds; the port binding
+ * (as @who's uid).
  * @port: 0 for ephemeral.  @depth: SQ entries, 1..SL_QUEUE_DEPTH_MAX.
  * Returns 0 or -EINVAL, -EADDRINUSE, -EACCES, -EADDRNOTAVAIL, -EMFILE,
  * -ENOMEM, or another -errno from memfd/mmap/eventfd.
  */
-int queue_create(struct daemon *d, struct session *s, uint32_t port,
+int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,
 		 uint32_t depth, struct queue **q_p);
 
 /*

@@ -57,9 +57,16 @@ static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
 
 /* Returns 0, or -errno when the reply could not be sent (the client would
  * wait for it forever: drop it). */
+void session_queue_owner(struct session *s, struct queue_owner *who)
+{
+	*who = (struct queue_owner){ .session = s, .pid = s->pid, .uid = s->uid,
+				     .in_flight = &s->in_flight, .uq = s->uq };
+}
+
 static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 			     struct sl_ctl_rep *rep)
 {
+	struct queue_owner who;
 	const char *why;
 	uint64_t limit;
 	struct queue *q;
@@ -103,7 +110,8 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 			return send_reply(s, rep, NULL, 0);
 		}
 	}
-	rc = queue_create(s->d, s, req->port, req->depth, &q);
+	session_queue_owner(s, &who);
+	rc = queue_create(s->d, &who, req->port, req->depth, &q);
 	if (rc) {
 		rep->error = -rc;
 		return send_reply(s, rep, NULL, 0);

@@ -38,6 +38,11 @@ void session_close_listener(struct daemon *d);
 /* Clients connected now (sessions). */
 unsigned session_count(const struct daemon *d);
 
+struct queue_owner;
+
+/* What a queue of @s charges its descriptors to (queue.h). */
+void session_queue_owner(struct session *s, struct queue_owner *who);
+
 /* Drop a client: kill its queues, close its socket, free it. */
 void session_destroy(struct session *s);
 

@@ -25,7 +25,8 @@ struct wake_sleeper {
 	uint32_t *flags;		/* the ring's shared flags word */
 	bool asleep;
 };
-TAILQ_HEAD(wake_sleeper_list, wake_sleeper);
+/* struct daemon holds the list of sleepers (struct wake_sleeper_list,
+ * daemon.h). */
 
 /* Make sure the progress engine runs soon; marks the daemon kicked
  * (progress.c: try_sleep must not sleep after a kick). */

@@ -666,9 +666,11 @@ struct session *fuzz_session_new(struct daemon *d)
 
 struct queue *fuzz_queue_open(struct session *s, uint32_t port, uint32_t depth)
 {
+	struct queue_owner who;
 	struct queue *q;
 
-	if (queue_create(s->d, s, port, depth, &q))
+	session_queue_owner(s, &who);
+	if (queue_create(s->d, &who, port, depth, &q))
 		return NULL;
 	TAILQ_INSERT_TAIL(&s->queues, q, by_session);
 	s->n_queues++;
