@@ -32,22 +32,6 @@
 #define LINK_ACK_EVERY 32	/* frames received before a lone ACK */
 #define LINK_ACK_DELAY 20e-6	/* seconds a lone ACK may wait */
 #define LINK_POST_RETRY 1e-3	/* seconds: a refused post with nothing in flight */
-/* Liveness: an up link sends a frame at least every LINK_KEEPALIVE
- * seconds (a protocol constant, so that a peer configured differently
- * still hears it often enough), and one that hears nothing for
- * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
-#define LINK_KEEPALIVE 0.25
-/* Stopping: how long the BYEs get to leave, seconds. */
-#define LINK_BYE_WAIT 0.5
-#define LINK_SILENCE_MIN 1.0
-/* The shortest window in which a link proves that a smaller ack back-off
- * suffices (backoff_review): 8 keepalive rounds. */
-#define LINK_PROVE_MIN 2.0
-/* A dial that has not reached LINK_UP (connect and both HELLOs) after
- * this many seconds is abandoned and redialled: a connect can hang far
- * longer (TCP's SYN retries, the RDMA CM's REQ retries after a port
- * came back, a peer that accepts but never says HELLO). */
-#define LINK_DIAL_TIMEOUT 3.0
 /* Lines the peer causes at will (its connections coming and going, its
  * protocol errors): a buggy or hostile peer, even one with the key,
  * reconnects and breaks its stream as often as it likes
@@ -56,8 +40,6 @@
  * keep the exact numbers. */
 #define LINK_PEER_LOG_BURST 10
 #define LINK_PEER_LOG_PER_SEC 0.2
-#define peer_warn(l, ...) log_limited(&(l)->peer_log, LOG_LVL_WARN, __VA_ARGS__)
-#define peer_info(l, ...) log_limited(&(l)->peer_log, LOG_LVL_INFO, __VA_ARGS__)
 
 /* The layer above (link_setup_all). */
 static const struct link_handlers *l_up(const struct link *l)
@@ -260,7 +242,7 @@ static uint64_t ack_limit(const struct link *l, const struct sl_wire_frame *wf)
 	return l->rx_seq;
 }
 
-static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payload,
+int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payload,
 		      uint64_t wr_id)
 {
 	const struct xport_ops *ops = l->d->xp->ops;
@@ -296,7 +278,7 @@ static int post_frame(struct link *l, struct sl_wire_frame *wf, const void *payl
 	return n;
 }
 
-static void hello_fill(const struct link *l, struct sl_wire_frame *wf)
+void link_hello_fill(const struct link *l, struct sl_wire_frame *wf)
 {
 	*wf = (struct sl_wire_frame){ .type = SL_WIRE_HELLO };
 	wf->u.hello.node_id = l->d->cfg.node_id;
@@ -311,118 +293,8 @@ static int post_hello(struct link *l)
 {
 	struct sl_wire_frame wf;
 
-	hello_fill(l, &wf);
-	return post_frame(l, &wf, NULL, 0);
-}
-
-/* ---- the retransmission timer and its back-off ---- */
-
-/* The ack timer's period at back-off @b, seconds. */
-static ev_tstamp ack_period(const struct link *l, uint32_t b)
-{
-	return b * (ev_tstamp)l->d->cfg.ack_timeout_ms / 1e3;
-}
-
-/* Nothing heard for this long breaks the connection, at back-off @b. */
-static ev_tstamp silence_limit(const struct link *l, uint32_t b)
-{
-	ev_tstamp t = ack_period(l, b);
-
-	return t < LINK_SILENCE_MIN ? LINK_SILENCE_MIN : t;
-}
-
-static void backoff_window(struct link *l, ev_tstamp now)
-{
-	l->backoff_since = now;
-	l->backoff_ack_wait = l->backoff_rx_gap = 0;
-}
-
-static void backoff_set(struct link *l, uint32_t b)
-{
-	l->ack_backoff = b;
-	l->ack_w.repeat = ack_period(l, b);	/* for ev_timer_again */
-	backoff_window(l, ev_now(l->d->loop));
-}
-
-/*
- * A timeout broke the connection (no ack progress, or nothing heard): the
- * next wait is twice as long, up to peer_timeout_ms, whatever the cause,
- * so that a peer that is slow rather than gone (acks behind bulk data, a
- * loaded machine) is not cut again and again, as TCP backs off its RTO.
- * It grows on every such timeout: a reconnect proves nothing, and the
- * acks of the frames sent again after it prove nothing either.
- */
-static void backoff_grow(struct link *l)
-{
-	uint32_t b = l->ack_backoff;
-
-	if ((double)b * 2 * l->d->cfg.ack_timeout_ms <= l->d->cfg.peer_timeout_ms)
-		b *= 2;
-	backoff_set(l, b);
-}
-
-/*
- * The back-off comes down one step (halves) only once the link has
- * proved that the smaller one suffices: up with no timeout for a whole
- * period at the current back-off, and LINK_PROVE_MIN at least (so that
- * the reconnect and the acks of what it sent again, quick by nature, are
- * not proof enough), and in that window every wait for
- * ack progress at most half the halved period, and (when halving lowers
- * the silence limit) every gap between frames heard at most 3/4 of the
- * halved limit (keepalives keep those gaps under 2 x LINK_KEEPALIVE, half
- * of LINK_SILENCE_MIN; the rest is room for a loaded machine).  A window
- * that does not prove it starts another at the same back-off: a link
- * whose acks take a second does not go back to timing out every 200 ms.
- * Run from alive_cb, every LINK_KEEPALIVE while up.
- */
-static void backoff_review(struct link *l, ev_tstamp now)
-{
-	uint32_t b = l->ack_backoff;
-	ev_tstamp lower;
-
-	if (b == 1 || now - l->backoff_since < ack_period(l, b) ||
-	    now - l->backoff_since < LINK_PROVE_MIN)
-		return;
-	lower = silence_limit(l, b / 2);
-	if (l->backoff_ack_wait > ack_period(l, b / 2) / 2 ||
-	    (lower < silence_limit(l, b) && l->backoff_rx_gap > lower * 0.75)) {
-		backoff_window(l, now);
-		return;
-	}
-	log_info("link %s: ack timeout back-off down to %u (%.0f ms): acks within %.0f ms "
-		 "and frames heard every %.0f ms or less for %.1f s", l->peer->name, b / 2,
-		 ack_period(l, b / 2) * 1e3, l->backoff_ack_wait * 1e3, l->backoff_rx_gap * 1e3,
-		 now - l->backoff_since);
-	backoff_set(l, b / 2);
-}
-
-/* Armed while frames wait for an ack: started by the first, pushed back
- * by every ack that covers something, stopped when nothing waits.  Its
- * period is ack_timeout_ms times the back-off above. */
-static void ack_timer_start(struct link *l)
-{
-	ev_tstamp t = ack_period(l, l->ack_backoff);
-
-	if (ev_is_active(&l->ack_w))
-		return;
-	l->heard_at = ev_now(l->d->loop);	/* silence counts from here */
-	ev_timer_set(&l->ack_w, t, t);
-	ev_timer_start(l->d->loop, &l->ack_w);
-}
-
-static void ack_timer_progress(struct link *l)
-{
-	ev_tstamp now = ev_now(l->d->loop);
-
-	if (ev_is_active(&l->ack_w) && now - l->heard_at > l->backoff_ack_wait)
-		l->backoff_ack_wait = now - l->heard_at;
-	l->heard_at = now;
-	if (TAILQ_EMPTY(&l->unacked))
-		ev_timer_stop(l->d->loop, &l->ack_w);
-	else if (ev_is_active(&l->ack_w))
-		ev_timer_again(l->d->loop, &l->ack_w);
-	else
-		ack_timer_start(l);
+	link_hello_fill(l, &wf);
+	return link_post_frame(l, &wf, NULL, 0);
 }
 
 /* A sequenced frame was handed to the transport: it waits for its ack. */
@@ -435,7 +307,7 @@ static void unacked_append(struct link *l, struct link_msg *f)
 	l->n_unacked++;
 	if (is_send(f))
 		l->n_unacked_data++;
-	ack_timer_start(l);
+	link_ack_timer_start(l);
 }
 
 /* Is a standalone ACK due?  Delayed like TCP's: data going back carries
@@ -472,7 +344,7 @@ static int post_ctl(struct link *l, struct link_msg *f)
 	struct sl_wire_frame wf = to_ctl(f)->wf;
 
 	wf.seq = l->tx_seq + 1;
-	return post_frame(l, &wf, NULL, 0);
+	return link_post_frame(l, &wf, NULL, 0);
 }
 
 /* The largest message the peer takes eagerly: both ends' eager_max. */
@@ -492,7 +364,7 @@ static int post_msg(struct link *l, struct link_msg *f)
 
 	f->ops->encode(f, l, f->type, eager_limit(l), &wf, &payload);
 	wf.seq = l->tx_seq + 1;
-	rc = post_frame(l, &wf, payload, (uintptr_t)f);
+	rc = link_post_frame(l, &wf, payload, (uintptr_t)f);
 	if (rc == -ENOMEM)
 		return rc;	/* stays first in the backlog */
 	list_unlink(l, f);
@@ -602,7 +474,7 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 	if (ack_due(l, force_ack) && ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
 
-		post_frame(l, &wf, NULL, 0);
+		link_post_frame(l, &wf, NULL, 0);
 	}
 	return posted;
 }
@@ -936,7 +808,7 @@ static void link_dial_failed(struct link *l, int err)
 	l->dial_warned = true;
 }
 
-static void link_dial(struct link *l)
+void link_dial(struct link *l)
 {
 	struct daemon *d = l->d;
 	int rc;
@@ -982,90 +854,6 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (l->state == LINK_DOWN)
 		link_dial(l);
-}
-
-/*
- * A starting accepter tells each peer that dials it that it is back (the
- * peer would otherwise learn it at its next redial, up to redial_max_ms
- * later): a short connection carrying our HELLO, closed once it has left.
- * A peer that is not there is not asked again: it dials us when it
- * starts.  dial_w bounds a connect that hangs.  Only over transports
- * whose short connections are cheap (xport_ops.short_connections: tcp);
- * on verbs the peer learns at its next redial.
- */
-static void link_nudge(struct link *l)
-{
-	struct daemon *d = l->d;
-	int rc = d->xp->ops->connect(d->xp, l->peer->host, l->peer->port, l, &l->nudge);
-
-	if (rc < 0) {
-		l->nudge = NULL;
-		log_debug("link %s: cannot tell it we started: %s", l->peer->name, strerror(-rc));
-		return;
-	}
-	ev_timer_set(&l->dial_w, LINK_DIAL_TIMEOUT, 0.0);
-	ev_timer_start(d->loop, &l->dial_w);
-}
-
-static void nudge_connected(struct link *l, struct xport_conn *c, int err)
-{
-	const struct xport_ops *ops = l->d->xp->ops;
-	struct sl_wire_frame wf;
-	uint8_t hdr[SL_WIRE_HDR_MAX];
-	struct xport_send_wr wr = { .hdr = hdr };
-	int n;
-
-	if (err) {
-		log_debug("link %s: cannot tell it we started: %s", l->peer->name, strerror(-err));
-		l->nudge = NULL;	/* the conn is gone after this call */
-		ev_timer_stop(l->d->loop, &l->dial_w);
-		return;
-	}
-	hello_fill(l, &wf);
-	n = sl_wire_encode(&wf, hdr, sizeof(hdr));
-	if (n > 0) {
-		wr.hdr_len = (uint32_t)n;
-		n = ops->post_send(c, &wr);
-	}
-	if (n < 0) {
-		log_warn("link %s: cannot tell it we started: %s", l->peer->name, strerror(-n));
-		ops->close(c, -ECONNABORTED);	/* -> closed() */
-		return;
-	}
-	l->nudges_tx++;
-	ops->flush(c);	/* its completion closes it */
-}
-
-/*
- * A HELLO on a connection that a peer we dial opened: it started, and
- * says so (it never dials us).  It carries no proof (link_auth.c only
- * checks that it comes from the peer's address), so it may only make us
- * act early, never break a link.  Down, we dial now rather than at the
- * end of the back-off; up,
- * a keepalive goes out on the connection (the host of a dead incarnation
- * answers it with a reset, and the link redials).  Connecting, the dial
- * under way goes on (LINK_DIAL_TIMEOUT bounds it).  The connection
- * carries nothing else: closed.
- */
-static void nudge_heard(struct link *l, struct xport_conn *c)
-{
-	struct daemon *d = l->d;
-
-	l->nudges_rx++;
-	d->xp->ops->close(c, -ECONNABORTED);
-	if (d->stopping)
-		return;
-	if (l->state == LINK_DOWN) {
-		log_info("link %s: the peer says it started: dialing now", l->peer->name);
-		ev_timer_stop(d->loop, &l->redial_w);
-		l->redial_delay = d->cfg.redial_min_ms / 1e3;
-		link_dial(l);
-	} else if (l->state == LINK_UP && d->xp->ops->sq_space(l->conn) > 0) {
-		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
-
-		if (post_frame(l, &wf, NULL, 0) == 0)
-			d->xp->ops->flush(l->conn);
-	}
 }
 
 unsigned link_count_up(const struct daemon *d)
@@ -1140,109 +928,6 @@ static void timeout_arm(struct link *l)
 	left = l->down_since + l->d->cfg.peer_timeout_ms / 1e3 - ev_now(l->d->loop);
 	ev_timer_set(&l->timeout_w, left > 0 ? left : 0, 0.0);
 	ev_timer_start(l->d->loop, &l->timeout_w);
-}
-
-static bool judged_silent(struct link *l, ev_timer *w, ev_tstamp heard, ev_tstamp limit);
-
-/* No ack progress for ack_timeout_ms with frames waiting: the peer or the
- * path is gone silently (no RST).  Break the connection; the redial and
- * the HELLO then say what arrived, and the peer timeout runs meanwhile. */
-static void ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct link *l = w->data;
-
-	(void)loop;
-	(void)revents;
-	if (l->state != LINK_UP || TAILQ_EMPTY(&l->unacked)) {
-		ev_timer_stop(l->d->loop, w);
-		return;
-	}
-	if (!judged_silent(l, w, l->heard_at, ack_period(l, l->ack_backoff)))
-		return;
-	ev_timer_stop(l->d->loop, w);
-	l->ack_timeouts++;
-	log_warn("link %s: no ack for %.0f ms with %u frames waiting: reconnecting", l->peer->name,
-		 (ev_now(loop) - l->heard_at) * 1e3, l->n_unacked);
-	backoff_grow(l);
-	l->d->xp->ops->close(l->conn, -ETIMEDOUT);
-}
-
-/* When the peer was last heard: a whole frame, or any byte where the
- * transport can tell (part of a large frame or of an RDMA write). */
-static ev_tstamp link_heard_at(const struct link *l)
-{
-	const struct xport_ops *ops = l->d->xp->ops;
-	ev_tstamp bytes = ops->last_rx ? ops->last_rx(l->conn) : 0;
-
-	return bytes > l->rx_at ? bytes : l->rx_at;
-}
-
-/*
- * Has the peer been silent for @limit since @heard, on what this daemon
- * has read?  Only what arrived before the loop's last poll began is sure
- * to have been read by now: that poll reported it, and its callbacks ran
- * before this timer's, which has the lowest priority (libev would
- * otherwise run timers first: it invokes one priority's pending watchers
- * last-queued first, and queues timers after the fds).  After a stall the
- * last poll began before it, and may have returned nothing (a stop signal
- * interrupts epoll_wait with EINTR).  So when the limit is reached only
- * counting the time since that poll began, @w runs again after one more
- * poll (non-blocking: it is due at once) and judges then.
- */
-static bool judged_silent(struct link *l, ev_timer *w, ev_tstamp heard, ev_tstamp limit)
-{
-	struct ev_loop *loop = l->d->loop;
-
-	/* A timer may run a rounding error before ev_now() says it is due. */
-	limit -= 1e-3;
-	if (ev_now(loop) - heard < limit)
-		return false;
-	if (l->d->loop_w.polled_at - heard >= limit)
-		return true;
-	ev_timer_stop(loop, w);
-	ev_timer_set(w, 0.0, w->repeat);
-	ev_timer_start(loop, w);
-	return false;
-}
-
-/*
- * Every LINK_KEEPALIVE while up: say something if we have been quiet that
- * long (so the peer hears us at least every 2 x LINK_KEEPALIVE, whatever
- * the phase of the two timers), and give up on a connection that has been
- * silent for ack_timeout_ms (times the back-off), but not less than
- * LINK_SILENCE_MIN.  Without it an idle dialer whose peer broke the
- * connection in a partition would never redial.
- *
- * Read, then judge (judged_silent).  A stall of ours is recognised here
- * by this timer running late, and counted apart (loop_watch).
- */
-static void alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct link *l = w->data;
-	ev_tstamp now = ev_now(loop), limit = silence_limit(l, l->ack_backoff), heard;
-
-	(void)revents;
-	if (l->state != LINK_UP)
-		return;
-	loop_watch_late(l->d, l->alive_due);
-	l->alive_due = now + LINK_KEEPALIVE;
-	heard = link_heard_at(l);
-	if (judged_silent(l, w, heard, limit)) {
-		l->silences++;
-		log_warn("link %s: nothing heard for %.0f ms (a frame %.0f ms ago): reconnecting",
-			 l->peer->name, (now - heard) * 1e3, (now - l->rx_at) * 1e3);
-		backoff_grow(l);
-		l->d->xp->ops->close(l->conn, -ETIMEDOUT);
-		return;
-	}
-	backoff_review(l, now);
-	if (now - l->tx_at >= LINK_KEEPALIVE &&
-	    l->d->xp->ops->sq_space(l->conn) > 0) {
-		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
-
-		if (post_frame(l, &wf, NULL, 0) == 0)
-			l->d->xp->ops->flush(l->conn);
-	}
 }
 
 /* Send @f cannot have reached the peer's old incarnation: out of every
@@ -1387,7 +1072,7 @@ static void link_up(struct link *l)
 	ev_timer_stop(l->d->loop, &l->timeout_w);
 	ev_timer_stop(l->d->loop, &l->dial_w);
 	l->heard_at = l->rx_at = l->tx_at = ev_now(l->d->loop);
-	backoff_window(l, l->rx_at);	/* down time proves nothing */
+	link_backoff_window(l, l->rx_at);	/* down time proves nothing */
 	l->alive_due = l->rx_at + LINK_KEEPALIVE;
 	ev_timer_set(&l->alive_w, LINK_KEEPALIVE, LINK_KEEPALIVE);
 	ev_timer_start(l->d->loop, &l->alive_w);
@@ -1396,20 +1081,19 @@ static void link_up(struct link *l)
 	l->ack_sent = 0;
 	l->ack_pending_since = ev_time();
 	if (!TAILQ_EMPTY(&l->unacked))
-		ack_timer_start(l);
+		link_ack_timer_start(l);
 	peer_info(l, "link %s: up (%s, incarnation %016llx)", l->peer->name,
 		  l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
 	daemon_wake(l->d);
 }
 
-static void nudge_connected(struct link *l, struct xport_conn *c, int err);
 
 static void up_connected(struct xport_conn *c, void *ctx, int err)
 {
 	struct link *l = ctx;
 
 	if (c == l->nudge) {
-		nudge_connected(l, c, err);
+		link_nudge_connected(l, c, err);
 		return;
 	}
 	if (err) {
@@ -1483,7 +1167,7 @@ static int process_ack(struct link *l, uint64_t ack)
 		else
 			ctl_free(l, f);
 	}
-	ack_timer_progress(l);
+	link_ack_timer_progress(l);
 	return 0;
 }
 
@@ -1613,7 +1297,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		/* Nothing reaches a link before the handshake says whose it is. */
 		rc = link_auth_anon_recv(x->ctx, c, wf, payload, &l);
 		if (rc == LINK_AUTH_NUDGE) {
-			nudge_heard(l, c);
+			link_nudge_heard(l, c);
 			return 0;
 		}
 		if (rc == LINK_AUTH_ATTACH)
@@ -1823,9 +1507,9 @@ int link_setup_all(struct daemon *d, const struct link_handlers *up)
 		l->retry_w.data = l;
 		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
 		l->redial_w.data = l;
-		ev_timer_init(&l->ack_w, ack_timeout_cb, 0.0, 0.0);
+		ev_timer_init(&l->ack_w, link_ack_timeout_cb, 0.0, 0.0);
 		l->ack_w.data = l;
-		ev_timer_init(&l->alive_w, alive_cb, 0.0, 0.0);
+		ev_timer_init(&l->alive_w, link_alive_cb, 0.0, 0.0);
 		l->alive_w.data = l;
 		ev_timer_init(&l->dial_w, dial_timeout_cb, 0.0, 0.0);
 		l->dial_w.data = l;
@@ -1848,77 +1532,11 @@ int link_setup_all(struct daemon *d, const struct link_handlers *up)
 	return 0;
 }
 
-static void bye_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	*(bool *)w->data = true;
-}
-
-/* Work requests still posted on up links (a BYE among them). */
-static uint32_t links_posted(struct daemon *d)
-{
-	uint32_t n = 0;
-	size_t i;
-
-	for (i = 0; i < d->n_links; i++)
-		if (d->links[i]->conn && d->links[i]->state == LINK_UP)
-			n += d->xp->ops->sq_outstanding(d->links[i]->conn);
-	return n;
-}
-
-/*
- * Tell every peer on an up link that this node is stopping: a BYE after
- * everything else on the connection, then an orderly close once it has
- * left (the loop runs up to LINK_BYE_WAIT for that), so that the peers
- * fail what waits on us at once instead of after peer_timeout_ms.
- */
-static void links_say_bye(struct daemon *d)
-{
-	bool expired = false;
-	ev_timer wait_w;
-	unsigned said = 0;
-	size_t i;
-
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
-		struct sl_wire_frame wf = { .type = SL_WIRE_BYE };
-
-		if (!l->conn || l->state != LINK_UP)
-			continue;
-		wf.u.bye.incarnation = d->incarnation;
-		if (d->xp->ops->sq_space(l->conn) == 0 || post_frame(l, &wf, NULL, 0) < 0) {
-			log_info("link %s: no room for a BYE: the peer waits for its "
-				 "peer_timeout_ms", l->peer->name);
-			continue;
-		}
-		said++;
-	}
-	if (!said)
-		return;
-	ev_timer_init(&wait_w, bye_wait_cb, LINK_BYE_WAIT, 0.0);
-	wait_w.data = &expired;
-	ev_timer_start(d->loop, &wait_w);
-	while (!expired && links_posted(d))
-		ev_run(d->loop, EVRUN_ONCE);
-	ev_timer_stop(d->loop, &wait_w);
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
-
-		/* 0: orderly (tcp: FIN after the bytes, not an RST that may
-		 * overtake them). */
-		if (l->conn && l->state == LINK_UP)
-			d->xp->ops->close(l->conn, 0);
-	}
-	log_info("told %u peer%s that this node stops%s", said, said == 1 ? "" : "s",
-		 expired ? " (some BYEs may not have left)" : "");
-}
-
 void link_teardown_all(struct daemon *d)
 {
 	size_t i;
 
-	links_say_bye(d);
+	link_say_bye_all(d);
 	for (i = 0; i < d->n_links; i++) {
 		struct link *l = d->links[i];
 

@@ -121,4 +121,55 @@ struct link {
 
 
 
+/* ---- shared within the links' floor ---- */
+
+/* Liveness: an up link sends a frame at least every LINK_KEEPALIVE
+ * seconds (a protocol constant, so that a peer configured differently
+ * still hears it often enough), and one that hears nothing for
+ * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
+#define LINK_KEEPALIVE 0.25
+#define LINK_SILENCE_MIN 1.0
+/* The shortest window in which a link proves that a smaller ack back-off
+ * suffices (link_liveness.c, backoff_review): 8 keepalive rounds. */
+#define LINK_PROVE_MIN 2.0
+/* A dial that has not reached LINK_UP (connect and both HELLOs) after
+ * this many seconds is abandoned and redialled: a connect can hang far
+ * longer (TCP's SYN retries, the RDMA CM's REQ retries after a port
+ * came back, a peer that accepts but never says HELLO).  It bounds an
+ * accepter's nudge too. */
+#define LINK_DIAL_TIMEOUT 3.0
+/* Stopping: how long the BYEs get to leave, seconds. */
+#define LINK_BYE_WAIT 0.5
+
+/* The lines a link's peer causes at will, rate-limited per link (log.h). */
+#define peer_warn(l, ...) log_limited(&(l)->peer_log, LOG_LVL_WARN, __VA_ARGS__)
+#define peer_info(l, ...) log_limited(&(l)->peer_log, LOG_LVL_INFO, __VA_ARGS__)
+
+/* link.c: post @wf (its ack set here) with @payload; @wr_id names its
+ * owner in the send completion (0: none).  Returns 0, -ENOMEM (the SQ is
+ * full: a timer or a completion drives it again) or another -errno. */
+int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payload,
+		    uint64_t wr_id);
+/* link.c: our HELLO for @l's peer. */
+void link_hello_fill(const struct link *l, struct sl_wire_frame *wf);
+/* link.c: connect to the peer now. */
+void link_dial(struct link *l);
+
+/* link_liveness.c: a new proving window of the ack back-off from @now;
+ * the retransmission timer started (frames wait for an ack) or moved by
+ * ack progress; the timers' callbacks (ack_w, alive_w). */
+void link_backoff_window(struct link *l, ev_tstamp now);
+void link_ack_timer_start(struct link *l);
+void link_ack_timer_progress(struct link *l);
+void link_ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
+void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* link_announce.c: tell the peer we started (an accepter, at start); the
+ * nudge's connection came up (@err 0) or failed; a nudge heard on @c;
+ * the BYEs of a stopping daemon, on every up link. */
+void link_nudge(struct link *l);
+void link_nudge_connected(struct link *l, struct xport_conn *c, int err);
+void link_nudge_heard(struct link *l, struct xport_conn *c);
+void link_say_bye_all(struct daemon *d);
+
 #endif
