@@ -29,7 +29,8 @@
  *            unexpected_bytes}], "queues": [{id, pid, arena_bytes,
  *            mapped_bytes, unexpected_bytes}], "links": [{peer,
  *            xport_tx_bytes, xport_rx_bytes (null: the transport does not
- *            tell), retransmit_frames, retransmit_bytes}]} (mem_usage.h)
+ *            tell), retransmit_frames, retransmit_bytes}]} (mem_usage.h;
+ *            each link's figures: struct link_stats, link.h)
  *   rcache   every rcache.* statistic
  *   counters {"daemon": {daemon.*}, "completions": {status: count},
  *            "xport": {xport.*}}
@@ -54,7 +55,6 @@
 #include "daemon.h"
 #include "fd_reserve.h"
 #include "link.h"
-#include "link_impl.h"
 #include "log.h"
 #include "mem_usage.h"
 #include "peer_groups.h"
@@ -356,25 +356,26 @@ static bool cmd_links(struct daemon *d, struct json_object *o)
 	if (!ok)
 		return false;
 	for (i = 0; i < d->n_links; i++) {
-		const struct link *l = d->links[i];
 		struct json_visit jv = { .obj = json_object_new_object(), .ok = true };
 		char addr[CONFIG_HOST_MAX + 16];
+		struct link_stats st;
 
 		jappend(arr, jv.obj, &ok);
 		if (!ok)
 			return false;
-		jset_str(jv.obj, "peer", l->peer->name, &jv.ok);
-		jset_hex(jv.obj, "node_id", l->node_id, 8, &jv.ok);
-		format_hostport(addr, sizeof(addr), l->peer->host, l->peer->port);
+		link_get_stats(d->links[i], &st);
+		jset_str(jv.obj, "peer", st.name, &jv.ok);
+		jset_hex(jv.obj, "node_id", st.node_id, 8, &jv.ok);
+		format_hostport(addr, sizeof(addr), st.host, st.port);
 		jset_str(jv.obj, "address", addr, &jv.ok);
-		if (l->last_error[0])
-			jset_str(jv.obj, "last_error", l->last_error, &jv.ok);
+		if (st.last_error[0])
+			jset_str(jv.obj, "last_error", st.last_error, &jv.ok);
 		else
 			jset_null(jv.obj, "last_error", &jv.ok);
-		stats_visit_link(l, json_stat, &jv);
-		jset_u64(jv.obj, "state_for_ms", ms_since(d, l->updown_at), &jv.ok);
-		if (l->rx_at > 0)
-			jset_u64(jv.obj, "heard_ago_ms", ms_since(d, l->rx_at), &jv.ok);
+		stats_visit_link(&st, json_stat, &jv);
+		jset_u64(jv.obj, "state_for_ms", ms_since(d, st.updown_at), &jv.ok);
+		if (st.rx_at > 0)
+			jset_u64(jv.obj, "heard_ago_ms", ms_since(d, st.rx_at), &jv.ok);
 		else
 			jset_null(jv.obj, "heard_ago_ms", &jv.ok);
 		if (!jv.ok)
@@ -431,22 +432,22 @@ static bool cmd_memory(struct daemon *d, struct json_object *o)
 	}
 	for (i = 0; i < d->n_links; i++) {
 		struct json_object *j = json_object_new_object();
-		struct mem_link m;
+		struct link_stats st;
 
 		jappend(links, j, &ok);
 		if (!ok)
 			return false;
-		mem_link_usage(d->links[i], &m);
-		jset_str(j, "peer", d->links[i]->peer->name, &ok);
-		if (m.xport_known) {
-			jset_u64(j, "xport_tx_bytes", m.xport_tx, &ok);
-			jset_u64(j, "xport_rx_bytes", m.xport_rx, &ok);
+		link_get_stats(d->links[i], &st);
+		jset_str(j, "peer", st.name, &ok);
+		if (st.xport_buffers_known) {
+			jset_u64(j, "xport_tx_bytes", st.xport_tx_bytes, &ok);
+			jset_u64(j, "xport_rx_bytes", st.xport_rx_bytes, &ok);
 		} else {
 			jset_null(j, "xport_tx_bytes", &ok);
 			jset_null(j, "xport_rx_bytes", &ok);
 		}
-		jset_u64(j, "retransmit_frames", m.retransmit_frames, &ok);
-		jset_u64(j, "retransmit_bytes", m.retransmit_bytes, &ok);
+		jset_u64(j, "retransmit_frames", st.retransmit_frames, &ok);
+		jset_u64(j, "retransmit_bytes", st.retransmit_bytes, &ok);
 	}
 	return ok;
 }

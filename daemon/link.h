@@ -342,8 +342,6 @@ struct link_handlers {
 	 * the sending ones those the link no longer holds (past the RTS). */
 	void (*counts)(const struct link *l, uint32_t *sending, uint32_t *receiving,
 		       uint32_t *past_rts);
-	/* The layer above's figures of @l into @st (link_get_stats). */
-	void (*stats)(const struct link *l, struct link_stats *st);
 };
 
 /* Create the links for every configured peer, handing up through @up
@@ -380,5 +378,108 @@ uint64_t link_credits_left(const struct link *l);
 
 /* The transport upcalls, installed by the daemon. */
 extern const struct xport_upcalls link_upcalls;
+
+/* Bytes of struct link_stats' last_error, its NUL included. */
+#define LINK_STATS_ERROR_MAX 96
+
+/*
+ * One link as sluicectl and the stats file show it (admin.c, stats.c,
+ * mem_usage.c): a copy made by link_get_stats(), so that nothing above
+ * the link's own files reads struct link.  Counters count from the
+ * daemon's start; the rest is as at the call.  The counters and gauges
+ * are the link.PEER.* statistics of stats.c under the same names, and
+ * docs/metrics.md says what each means to an operator.
+ */
+struct link_stats {
+	/* Who the peer is, as configured. */
+	char name[CONFIG_NAME_MAX];	/* its node name */
+	uint32_t node_id;		/* sl_node_id(name) */
+	char host[CONFIG_HOST_MAX];	/* its address: a name or an IP literal */
+	uint16_t port;			/* its TCP port */
+	/* Where the link is now. */
+	enum link_state state;		/* text: link_state_name() */
+	/* Why the link last went down or a dial failed; "" until either
+	 * happens.  Longer reasons are cut, NUL-terminated. */
+	char last_error[LINK_STATS_ERROR_MAX];
+	/* How the peer proved who it is: link_auth_how()'s "key",
+	 * "address", "encrypted..." or "-" (not up, or not proved yet).
+	 * Static storage. */
+	const char *auth;
+	uint64_t credits;		/* data frames (EAGER, RTS) the peer lets us
+					 * send now: link_credits_left(); 0 unless up */
+	bool retransmit_timer;		/* the retransmission timer is armed: frames
+					 * wait for an ack */
+	uint64_t incarnation;		/* the peer's incarnation, from its last
+					 * HELLO; 0 before the first */
+	ev_tstamp updown_at;		/* s, ev_now() clock: when the link last came
+					 * up or went down from up, or was created */
+	ev_tstamp rx_at;		/* s, ev_now() clock: the last frame heard
+					 * from the peer; 0 before the first */
+	/* Gauges, frames and rendezvous under way. */
+	uint32_t backlog;		/* frames not yet handed to the transport:
+					 * sends and control frames */
+	uint32_t ctl_queued;		/* of those, control frames */
+	uint32_t unacked;		/* frames handed on, waiting for an ACK */
+	uint32_t rndv_tx;		/* rendezvous sends past their RTS */
+	uint32_t rndv_rx;		/* rendezvous receives from the RTR to the data */
+	uint32_t writes_pending;	/* rendezvous sends with RDMA writes to post */
+	uint64_t tx_seq;		/* last sequence number sent (from 1 again
+					 * when the peer restarts) */
+	uint64_t rx_seq;		/* last sequence number received in order */
+	uint64_t acked;			/* highest cumulative ACK from the peer */
+	uint32_t ack_backoff;		/* retransmission timer period, in units of
+					 * [transport] ack_timeout_ms */
+	uint64_t tx_gap_max_ms;		/* ms: longest gap between frames sent while
+					 * up (rounded to the nearest) */
+	uint64_t rx_gap_max_ms;		/* ms: longest gap between frames heard */
+	uint64_t tx_ahead_max;		/* bytes: most payload a control frame, ACK
+					 * or keepalive was posted behind */
+	/* Counters: events since the daemon started. */
+	uint64_t connects;		/* connections established (came up) */
+	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
+	uint64_t frames_tx, frames_rx;	/* frames sent, received */
+	uint64_t naks_tx, naks_rx;	/* NAKs sent (the peer's messages refused),
+					 * received (ours refused) */
+	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
+	uint64_t ctl_deferred;		/* control frames that had to wait */
+	uint64_t writes_tx;		/* RDMA write segments posted */
+	uint64_t rndv_tx_done;		/* rendezvous sends completed */
+	uint64_t rndv_rx_done;		/* rendezvous receives completed */
+	uint64_t rndv_rx_failed;	/* ... of those, with an error */
+	uint64_t retransmits;		/* frames sent again after a reconnect */
+	uint64_t rx_duplicates;		/* frames received twice, dropped */
+	uint64_t ack_timeouts;		/* connections broken for want of acks */
+	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
+	uint64_t peer_restarts;		/* new incarnations of the peer seen */
+	uint64_t restart_failed;	/* sends failed by those: may have reached it */
+	uint64_t restart_kept;		/* sends carried over to the new incarnation */
+	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
+	uint64_t rndv_restarts;		/* rendezvous writes started again */
+	uint64_t rndv_resumed_bytes;	/* bytes: of those, not written again (the
+					 * receiver had them in place) */
+	uint64_t illegal_moves;		/* frame moves refused: a bug */
+	uint64_t silences;		/* connections broken: nothing heard */
+	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
+	uint64_t msgs_tx;		/* sends the peer took (completed SL_OK) */
+	uint64_t bytes_tx;		/* bytes: their payload */
+	uint64_t msgs_rx;		/* messages from the peer delivered here */
+	uint64_t bytes_rx;		/* bytes: their payload */
+	/* Memory now (sluicectl memory, mem_usage.h). */
+	bool xport_buffers_known;	/* the transport reports buffer_bytes
+					 * (xport.h); else the next two are 0 */
+	uint64_t xport_tx_bytes;	/* bytes: the connection's send buffers; 0
+					 * without a connection */
+	uint64_t xport_rx_bytes;	/* bytes: its receive buffers */
+	uint64_t retransmit_frames;	/* frames kept until the peer's ACK */
+	uint64_t retransmit_bytes;	/* bytes: their payload (eager messages, in
+					 * the senders' arenas) */
+};
+
+/*
+ * link_get_stats - fill @st with what link @l shows (struct link_stats).
+ * Runs on the loop thread, in O(frames waiting for an ACK) (it counts
+ * their payload).  Cannot fail.
+ */
+void link_get_stats(const struct link *l, struct link_stats *st);
 
 #endif

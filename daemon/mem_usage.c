@@ -12,10 +12,8 @@
 
 #include "daemon.h"
 #include "link.h"
-#include "link_impl.h"
 #include "mem_usage.h"
 #include "queue.h"
-#include "sl_wire.h"
 
 int mem_rss_bytes(uint64_t *bytes)
 {
@@ -42,22 +40,6 @@ int mem_rss_bytes(uint64_t *bytes)
 	return 0;
 }
 
-void mem_link_usage(const struct link *l, struct mem_link *m)
-{
-	const struct xport_ops *ops = l->d->xp->ops;
-	const struct link_msg *f;
-
-	memset(m, 0, sizeof(*m));
-	m->xport_known = ops->buffer_bytes != NULL;
-	if (ops->buffer_bytes && l->conn)
-		ops->buffer_bytes(l->conn, &m->xport_tx, &m->xport_rx);
-	TAILQ_FOREACH(f, &l->unacked, link) {
-		m->retransmit_frames++;
-		if (f->type == SL_WIRE_EAGER)
-			m->retransmit_bytes += f->payload_len;
-	}
-}
-
 void mem_totals(struct daemon *d, struct mem_totals *t)
 {
 	const struct queue *q;
@@ -72,10 +54,10 @@ void mem_totals(struct daemon *d, struct mem_totals *t)
 		t->unexpected += q->mq.unexpected_bytes;
 	}
 	for (i = 0; i < d->n_links; i++) {
-		struct mem_link m;
+		struct link_stats st;
 
-		mem_link_usage(d->links[i], &m);
-		t->link_buffers += m.xport_tx + m.xport_rx;
-		t->retransmit += m.retransmit_bytes;
+		link_get_stats(d->links[i], &st);
+		t->link_buffers += st.xport_tx_bytes + st.xport_rx_bytes;
+		t->retransmit += st.retransmit_bytes;
 	}
 }

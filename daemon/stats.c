@@ -18,8 +18,6 @@
 
 #include "daemon.h"
 #include "link.h"
-#include "link_impl.h"
-#include "link_auth.h"
 #include "log.h"
 #include "queue.h"
 #include "rcache.h"
@@ -32,12 +30,10 @@
 enum stat_kind {
 	SK_U64,			/* uint64_t at off */
 	SK_U32,			/* uint32_t at off */
-	SK_MS,			/* ev_tstamp (seconds) at off, as milliseconds */
-	SK_LINK_STATE,		/* link_state_name() */
-	SK_LINK_CREDITS,	/* link_credits_left() */
-	SK_LINK_RTIMER,		/* retransmission timer armed: 0 or 1 */
-	SK_LINK_INCARNATION,	/* peer incarnation, text %016llx */
-	SK_LINK_AUTH,		/* link_auth_how(): key, address or - */
+	SK_BOOL,		/* bool at off: 0 or 1 */
+	SK_HEX64,		/* uint64_t at off, as text: 16 hex digits */
+	SK_TEXT,		/* const char * at off, as text */
+	SK_LINK_STATE,		/* enum link_state at off, as link_state_name() */
 };
 
 struct stat_desc {
@@ -48,8 +44,7 @@ struct stat_desc {
 
 #define U64(type, field, name) { name, SK_U64, offsetof(type, field) }
 #define U32(type, field, name) { name, SK_U32, offsetof(type, field) }
-#define MS(type, field, name) { name, SK_MS, offsetof(type, field) }
-#define SPECIAL(kind, name) { name, kind, 0 }
+#define FIELD(kind, type, field, name) { name, kind, offsetof(type, field) }
 
 static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, sqes, "sqes"),
@@ -130,54 +125,54 @@ static const struct stat_desc xport_stats[] = {
 };
 
 static const struct stat_desc link_stats[] = {
-	SPECIAL(SK_LINK_STATE, "state"),
-	U64(struct link, connects, "connects"),
-	U32(struct link, n_backlog, "backlog"),
-	U32(struct link, n_ctl, "ctl_queued"),
-	SPECIAL(SK_LINK_CREDITS, "credits"),
-	U64(struct link, backlog_naks, "backlog_naks"),
-	U32(struct link, n_unacked, "unacked"),
-	U32(struct link, rc.n_rndv_tx, "rndv_tx"),
-	U32(struct link, rc.n_rndv_rx, "rndv_rx"),
-	U32(struct link, n_writes, "writes_pending"),
-	U64(struct link, frames_tx, "frames_tx"),
-	U64(struct link, frames_rx, "frames_rx"),
-	U64(struct link, naks_tx, "naks_tx"),
-	U64(struct link, naks_rx, "naks_rx"),
-	U64(struct link, post_enomem, "post_enomem"),
-	U64(struct link, ctl_deferred, "ctl_deferred"),
-	U64(struct link, writes_tx, "writes_tx"),
-	U64(struct link, rc.rndv_tx_done, "rndv_tx_done"),
-	U64(struct link, rc.rndv_rx_done, "rndv_rx_done"),
-	U64(struct link, rc.rndv_rx_failed, "rndv_rx_failed"),
-	U64(struct link, tx_seq, "tx_seq"),
-	U64(struct link, rx_seq, "rx_seq"),
-	U64(struct link, ack_rx, "acked"),
-	U64(struct link, retransmits, "retransmits"),
-	SPECIAL(SK_LINK_RTIMER, "retransmit_timer"),
-	U64(struct link, rx_duplicates, "rx_duplicates"),
-	U64(struct link, ack_timeouts, "ack_timeouts"),
-	U64(struct link, peer_timeouts, "peer_timeouts"),
-	U64(struct link, peer_restarts, "peer_restarts"),
-	U64(struct link, restart_failed, "restart_failed"),
-	U64(struct link, restart_kept, "restart_kept"),
-	U64(struct link, nudges_tx, "nudges_tx"),
-	U64(struct link, nudges_rx, "nudges_rx"),
-	U64(struct link, rc.rndv_restarts, "rndv_restarts"),
-	U64(struct link, rc.rndv_resumed_bytes, "rndv_resumed_bytes"),
-	U64(struct link, tx_ahead_max, "tx_ahead_max"),
-	U64(struct link, illegal_moves, "illegal_moves"),
-	U64(struct link, silences, "silences"),
-	U64(struct link, byes_rx, "byes_rx"),
-	U32(struct link, ack_backoff, "ack_backoff"),
-	MS(struct link, tx_gap_max, "tx_gap_max_ms"),
-	MS(struct link, rx_gap_max, "rx_gap_max_ms"),
-	SPECIAL(SK_LINK_INCARNATION, "incarnation"),
-	SPECIAL(SK_LINK_AUTH, "auth"),
-	U64(struct link, msgs_tx, "msgs_tx"),
-	U64(struct link, bytes_tx, "bytes_tx"),
-	U64(struct link, msgs_rx, "msgs_rx"),
-	U64(struct link, bytes_rx, "bytes_rx"),
+	FIELD(SK_LINK_STATE, struct link_stats, state, "state"),
+	U64(struct link_stats, connects, "connects"),
+	U32(struct link_stats, backlog, "backlog"),
+	U32(struct link_stats, ctl_queued, "ctl_queued"),
+	U64(struct link_stats, credits, "credits"),
+	U64(struct link_stats, backlog_naks, "backlog_naks"),
+	U32(struct link_stats, unacked, "unacked"),
+	U32(struct link_stats, rndv_tx, "rndv_tx"),
+	U32(struct link_stats, rndv_rx, "rndv_rx"),
+	U32(struct link_stats, writes_pending, "writes_pending"),
+	U64(struct link_stats, frames_tx, "frames_tx"),
+	U64(struct link_stats, frames_rx, "frames_rx"),
+	U64(struct link_stats, naks_tx, "naks_tx"),
+	U64(struct link_stats, naks_rx, "naks_rx"),
+	U64(struct link_stats, post_enomem, "post_enomem"),
+	U64(struct link_stats, ctl_deferred, "ctl_deferred"),
+	U64(struct link_stats, writes_tx, "writes_tx"),
+	U64(struct link_stats, rndv_tx_done, "rndv_tx_done"),
+	U64(struct link_stats, rndv_rx_done, "rndv_rx_done"),
+	U64(struct link_stats, rndv_rx_failed, "rndv_rx_failed"),
+	U64(struct link_stats, tx_seq, "tx_seq"),
+	U64(struct link_stats, rx_seq, "rx_seq"),
+	U64(struct link_stats, acked, "acked"),
+	U64(struct link_stats, retransmits, "retransmits"),
+	FIELD(SK_BOOL, struct link_stats, retransmit_timer, "retransmit_timer"),
+	U64(struct link_stats, rx_duplicates, "rx_duplicates"),
+	U64(struct link_stats, ack_timeouts, "ack_timeouts"),
+	U64(struct link_stats, peer_timeouts, "peer_timeouts"),
+	U64(struct link_stats, peer_restarts, "peer_restarts"),
+	U64(struct link_stats, restart_failed, "restart_failed"),
+	U64(struct link_stats, restart_kept, "restart_kept"),
+	U64(struct link_stats, nudges_tx, "nudges_tx"),
+	U64(struct link_stats, nudges_rx, "nudges_rx"),
+	U64(struct link_stats, rndv_restarts, "rndv_restarts"),
+	U64(struct link_stats, rndv_resumed_bytes, "rndv_resumed_bytes"),
+	U64(struct link_stats, tx_ahead_max, "tx_ahead_max"),
+	U64(struct link_stats, illegal_moves, "illegal_moves"),
+	U64(struct link_stats, silences, "silences"),
+	U64(struct link_stats, byes_rx, "byes_rx"),
+	U32(struct link_stats, ack_backoff, "ack_backoff"),
+	U64(struct link_stats, tx_gap_max_ms, "tx_gap_max_ms"),
+	U64(struct link_stats, rx_gap_max_ms, "rx_gap_max_ms"),
+	FIELD(SK_HEX64, struct link_stats, incarnation, "incarnation"),
+	FIELD(SK_TEXT, struct link_stats, auth, "auth"),
+	U64(struct link_stats, msgs_tx, "msgs_tx"),
+	U64(struct link_stats, bytes_tx, "bytes_tx"),
+	U64(struct link_stats, msgs_rx, "msgs_rx"),
+	U64(struct link_stats, bytes_rx, "bytes_rx"),
 };
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -186,26 +181,56 @@ static void visit_table(const struct stat_desc *t, size_t n, const void *base,
 			stat_visit_fn fn, void *arg)
 {
 	const unsigned char *p = base;
+	char hex[20];
 	size_t i;
 
 	for (i = 0; i < n; i++) {
+		const void *at = p + t[i].off;
 		struct stat_value v = { .name = t[i].name };
 
-		if (t[i].kind == SK_U64) {
+		switch (t[i].kind) {
+		case SK_U64: {
 			uint64_t x;
 
-			memcpy(&x, p + t[i].off, sizeof(x));
+			memcpy(&x, at, sizeof(x));
 			v.num = x;
-		} else if (t[i].kind == SK_MS) {
-			ev_tstamp x;
-
-			memcpy(&x, p + t[i].off, sizeof(x));
-			v.num = x > 0 ? (uint64_t)(x * 1e3 + 0.5) : 0;
-		} else {
+			break;
+		}
+		case SK_U32: {
 			uint32_t x;
 
-			memcpy(&x, p + t[i].off, sizeof(x));
+			memcpy(&x, at, sizeof(x));
 			v.num = x;
+			break;
+		}
+		case SK_BOOL: {
+			bool x;
+
+			memcpy(&x, at, sizeof(x));
+			v.num = x ? 1 : 0;
+			break;
+		}
+		case SK_HEX64: {
+			uint64_t x;
+
+			memcpy(&x, at, sizeof(x));
+			snprintf(hex, sizeof(hex), "%016" PRIx64, x);
+			v.is_text = true;
+			v.text = hex;
+			break;
+		}
+		case SK_TEXT:
+			memcpy(&v.text, at, sizeof(v.text));
+			v.is_text = true;
+			break;
+		case SK_LINK_STATE: {
+			enum link_state x;
+
+			memcpy(&x, at, sizeof(x));
+			v.is_text = true;
+			v.text = link_state_name(x);
+			break;
+		}
 		}
 		fn(arg, &v);
 	}
@@ -266,43 +291,9 @@ void stats_visit_xport(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_table(xport_stats, N_ELEMS(xport_stats), &xs, fn, arg);
 }
 
-void stats_visit_link(const struct link *l, stat_visit_fn fn, void *arg)
+void stats_visit_link(const struct link_stats *st, stat_visit_fn fn, void *arg)
 {
-	char hex[20];
-	size_t i;
-
-	for (i = 0; i < N_ELEMS(link_stats); i++) {
-		const struct stat_desc *t = &link_stats[i];
-		struct stat_value v = { .name = t->name };
-
-		switch (t->kind) {
-		case SK_U64:
-		case SK_U32:
-		case SK_MS:
-			visit_table(t, 1, l, fn, arg);
-			continue;
-		case SK_LINK_STATE:
-			v.is_text = true;
-			v.text = link_state_name(l->state);
-			break;
-		case SK_LINK_CREDITS:
-			v.num = link_credits_left(l);
-			break;
-		case SK_LINK_RTIMER:
-			v.num = ev_is_active(&l->ack_w) ? 1 : 0;
-			break;
-		case SK_LINK_INCARNATION:
-			snprintf(hex, sizeof(hex), "%016" PRIx64, l->peer_incarnation);
-			v.is_text = true;
-			v.text = hex;
-			break;
-		case SK_LINK_AUTH:
-			v.is_text = true;
-			v.text = link_auth_how(l);
-			break;
-		}
-		fn(arg, &v);
-	}
+	visit_table(link_stats, N_ELEMS(link_stats), st, fn, arg);
 }
 
 /* The file writer: "PREFIX.name value" per line. */
@@ -337,8 +328,11 @@ static void write_all(struct daemon *d, FILE *f)
 	stats_visit_loop(d, file_line, &fv);
 	fv.prefix = prefix;
 	for (i = 0; i < d->n_links; i++) {
-		snprintf(prefix, sizeof(prefix), "link.%s", d->links[i]->peer->name);
-		stats_visit_link(d->links[i], file_line, &fv);
+		struct link_stats st;
+
+		link_get_stats(d->links[i], &st);
+		snprintf(prefix, sizeof(prefix), "link.%s", st.name);
+		stats_visit_link(&st, file_line, &fv);
 	}
 }
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 struct daemon;
-struct link;
+struct link_stats;
 
 struct stat_value {
 	const char *name;	/* e.g. "sqes", "tx_seq" */
@@ -38,7 +38,8 @@ void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg);
 void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg);
 /* Every xport.* value (struct xport_stats of the transport). */
 void stats_visit_xport(struct daemon *d, stat_visit_fn fn, void *arg);
-/* Every link.PEER.* value of @l. */
-void stats_visit_link(const struct link *l, stat_visit_fn fn, void *arg);
+/* Every link.PEER.* value of @st (struct link_stats, filled by
+ * link_get_stats()). */
+void stats_visit_link(const struct link_stats *st, stat_visit_fn fn, void *arg);
 
 #endif
