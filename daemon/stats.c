@@ -42,9 +42,13 @@ struct stat_desc {
 	size_t off;
 };
 
-#define U64(type, field, name) { name, SK_U64, offsetof(type, field) }
-#define U32(type, field, name) { name, SK_U32, offsetof(type, field) }
-#define FIELD(kind, type, field, name) { name, kind, offsetof(type, field) }
+/* offsetof(type, field), refused at compile time unless the field is
+ * @size bytes wide: a table entry cannot read a field of another width. */
+#define OFF_SIZED(type, field, size) \
+	(offsetof(type, field) + 0 * sizeof(char[sizeof(((type *)0)->field) == (size) ? 1 : -1]))
+#define U64(type, field, name) { name, SK_U64, OFF_SIZED(type, field, sizeof(uint64_t)) }
+#define U32(type, field, name) { name, SK_U32, OFF_SIZED(type, field, sizeof(uint32_t)) }
+#define FIELD(kind, type, field, size, name) { name, kind, OFF_SIZED(type, field, size) }
 
 static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, sqes, "sqes"),
@@ -125,7 +129,7 @@ static const struct stat_desc xport_stats[] = {
 };
 
 static const struct stat_desc link_stats[] = {
-	FIELD(SK_LINK_STATE, struct link_stats, state, "state"),
+	FIELD(SK_LINK_STATE, struct link_stats, state, sizeof(enum link_state), "state"),
 	U64(struct link_stats, connects, "connects"),
 	U32(struct link_stats, backlog, "backlog"),
 	U32(struct link_stats, ctl_queued, "ctl_queued"),
@@ -149,7 +153,7 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link_stats, rx_seq, "rx_seq"),
 	U64(struct link_stats, acked, "acked"),
 	U64(struct link_stats, retransmits, "retransmits"),
-	FIELD(SK_BOOL, struct link_stats, retransmit_timer, "retransmit_timer"),
+	FIELD(SK_BOOL, struct link_stats, retransmit_timer, sizeof(bool), "retransmit_timer"),
 	U64(struct link_stats, rx_duplicates, "rx_duplicates"),
 	U64(struct link_stats, ack_timeouts, "ack_timeouts"),
 	U64(struct link_stats, peer_timeouts, "peer_timeouts"),
@@ -167,8 +171,8 @@ static const struct stat_desc link_stats[] = {
 	U32(struct link_stats, ack_backoff, "ack_backoff"),
 	U64(struct link_stats, tx_gap_max_ms, "tx_gap_max_ms"),
 	U64(struct link_stats, rx_gap_max_ms, "rx_gap_max_ms"),
-	FIELD(SK_HEX64, struct link_stats, incarnation, "incarnation"),
-	FIELD(SK_TEXT, struct link_stats, auth, "auth"),
+	FIELD(SK_HEX64, struct link_stats, incarnation, sizeof(uint64_t), "incarnation"),
+	FIELD(SK_TEXT, struct link_stats, auth, sizeof(const char *), "auth"),
 	U64(struct link_stats, msgs_tx, "msgs_tx"),
 	U64(struct link_stats, bytes_tx, "bytes_tx"),
 	U64(struct link_stats, msgs_rx, "msgs_rx"),
