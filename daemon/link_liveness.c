@@ -203,7 +203,7 @@ void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (l->state != LINK_UP)
 		return;
-	loop_watch_late(l->d, l->alive_due);
+	loop_watch_late(&l->d->loop_w, loop, l->alive_due);
 	l->alive_due = now + LINK_KEEPALIVE;
 	heard = link_heard_at(l);
 	if (judged_silent(l, w, heard, limit)) {

@@ -4,7 +4,6 @@
  */
 #include "autoconfig.h"
 
-#include "daemon.h"
 #include "log.h"
 #include "loop_watch.h"
 
@@ -12,8 +11,7 @@
  * the poll's timeout), so this costs no clock read. */
 static void loop_release(struct ev_loop *loop)
 {
-	struct daemon *d = ev_userdata(loop);
-	struct loop_watch *w = &d->loop_w;
+	struct loop_watch *w = ev_userdata(loop);
 	ev_tstamp ran = ev_now(loop) - w->woke_at;
 
 	w->polled_at = ev_now(loop);
@@ -23,28 +21,27 @@ static void loop_release(struct ev_loop *loop)
 
 /* After poll: check watchers are queued last, so this runs first, and
  * ev_now() is when the poll returned (libev read the clock for it). */
-static void loop_woke_cb(struct ev_loop *loop, ev_check *w, int revents)
+static void loop_woke_cb(struct ev_loop *loop, ev_check *check, int revents)
 {
-	struct daemon *d = w->data;
+	struct loop_watch *w = check->data;
 
 	(void)revents;
-	d->loop_w.woke_at = ev_now(loop);
+	w->woke_at = ev_now(loop);
 }
 
-void loop_watch_init(struct daemon *d)
+void loop_watch_init(struct loop_watch *w, struct ev_loop *loop)
 {
-	d->loop_w.polled_at = ev_now(d->loop);
-	ev_set_userdata(d->loop, d);
-	ev_set_loop_release_cb(d->loop, loop_release, NULL);
-	ev_check_init(&d->loop_w.woke_w, loop_woke_cb);
-	d->loop_w.woke_w.data = d;
-	ev_check_start(d->loop, &d->loop_w.woke_w);
+	w->polled_at = ev_now(loop);
+	ev_set_userdata(loop, w);
+	ev_set_loop_release_cb(loop, loop_release, NULL);
+	ev_check_init(&w->woke_w, loop_woke_cb);
+	w->woke_w.data = w;
+	ev_check_start(loop, &w->woke_w);
 }
 
-ev_tstamp loop_watch_late(struct daemon *d, ev_tstamp due)
+ev_tstamp loop_watch_late(struct loop_watch *w, struct ev_loop *loop, ev_tstamp due)
 {
-	struct loop_watch *w = &d->loop_w;
-	ev_tstamp late = ev_now(d->loop) - due;
+	ev_tstamp late = ev_now(loop) - due;
 
 	if (late < LOOP_STALL_MIN)
 		return late > 0 ? late : 0;

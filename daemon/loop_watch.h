@@ -23,8 +23,6 @@
 #include <stdint.h>
 #include <ev.h>
 
-struct daemon;
-
 /* Seconds a timer may run late before the loop counts as stalled. */
 #define LOOP_STALL_MIN 0.2
 
@@ -38,12 +36,17 @@ struct loop_watch {
 	ev_tstamp stall_counted;	/* woke_at of the iteration last counted */
 };
 
-/* Install the hook and the watcher on d->loop (its userdata becomes @d). */
-void loop_watch_init(struct daemon *d);
+/*
+ * loop_watch_init - start watching @loop into @w (zeroed): install the
+ * release hook and the check watcher.  @loop's userdata becomes @w, so
+ * nothing else may use ev_userdata on that loop.
+ */
+void loop_watch_init(struct loop_watch *w, struct ev_loop *loop);
 
-/* A timer due at @due (ev_now() time) runs now: count a stall if it is
- * LOOP_STALL_MIN late or more, once per loop iteration, and log it.
- * Returns the lateness in seconds (0 when on time). */
-ev_tstamp loop_watch_late(struct daemon *d, ev_tstamp due);
+/* A timer of @loop (watched into @w) due at @due (ev_now() time) runs
+ * now: count a stall if it is LOOP_STALL_MIN late or more, once per loop
+ * iteration, and log it.  Returns the lateness in seconds (0 when on
+ * time). */
+ev_tstamp loop_watch_late(struct loop_watch *w, struct ev_loop *loop, ev_tstamp due);
 
 #endif

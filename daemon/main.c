@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d->started = ev_now(d->loop);
-	loop_watch_init(d);
+	loop_watch_init(&d->loop_w, d->loop);
 	d->ports = calloc(SLD_PORTS, sizeof(*d->ports));
 	if (!d->ports) {
 		log_err("out of memory");

@@ -565,7 +565,7 @@ struct daemon *fuzz_daemon(bool sockets)
 	if (!d->loop)
 		die("ev_loop_new");
 	d->started = ev_now(d->loop);
-	loop_watch_init(d);
+	loop_watch_init(&d->loop_w, d->loop);
 	d->ports = calloc(SLD_PORTS, sizeof(*d->ports));
 	if (!d->ports)
 		die("out of memory");
