@@ -300,7 +300,7 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 static bool quota_full(const struct queue *q)
 {
 	return q->owner && (*q->charge.in_flight >= q->d->cfg.client_max_inflight ||
-			    uid_quota_inflight_full(q->d, q->charge.uq));
+			    uid_quota_inflight_full(&q->d->cfg, q->charge.uq));
 }
 
 int queue_drain(struct queue *q, struct desc *out, unsigned max)

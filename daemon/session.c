@@ -96,7 +96,7 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 		return send_reply(s, rep, NULL, 0);
 	}
 	/* ... nor one uid, over all its clients (uid_quota.h). */
-	why = uid_quota_queue(s->d, s->uq, s->d->cfg.arena_bytes, &limit);
+	why = uid_quota_queue(&s->d->cfg, s->uq, s->d->cfg.arena_bytes, &limit);
 	if (why) {
 		uid_quota_log(s->pid, s->uid, why, limit);
 		rep->error = EDQUOT;
@@ -236,7 +236,7 @@ void session_destroy(struct session *s)
 		s->uq->arena_bytes -= q->arena_size;
 		engine_close_queue(q);
 	}
-	uid_usage_detach(s->d, s->uq);
+	uid_usage_detach(s->uq);
 	ev_io_stop(s->d->loop, &s->w);
 	if (close(s->fd) < 0)
 		log_warn("client pid %d: close: %m", (int)s->pid);
@@ -298,7 +298,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		/* Over uid_max_contexts: told at its HELLO (s->uq NULL). */
-		if (uid_usage_attach(d, cred.uid, &s->uq) == -ENOMEM) {
+		if (uid_usage_attach(&d->uids, &d->cfg, cred.uid, &s->uq) == -ENOMEM) {
 			log_warn("control socket: out of memory for a client");
 			free(s);
 			close(fd);

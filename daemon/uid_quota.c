@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon.h"
+#include "config.h"
 #include "log.h"
 #include "rate_log.h"
 #include "uid_quota.h"
@@ -43,52 +43,52 @@ uint32_t uid_limit_inflight(const struct config *c)
 	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-int uid_usage_attach(struct daemon *d, uid_t uid, struct uid_usage **u_p)
+int uid_usage_attach(struct uid_usage_list *uids, const struct config *c, uid_t uid,
+		     struct uid_usage **u_p)
 {
 	struct uid_usage *u;
 
 	*u_p = NULL;
-	LIST_FOREACH(u, &d->uids, link)
+	LIST_FOREACH(u, uids, link)
 		if (u->uid == uid)
 			break;
-	if (u && u->contexts >= uid_limit_contexts(&d->cfg))
+	if (u && u->contexts >= uid_limit_contexts(c))
 		return -EDQUOT;
 	if (!u) {
 		u = calloc(1, sizeof(*u));
 		if (!u)
 			return -ENOMEM;
 		u->uid = uid;
-		LIST_INSERT_HEAD(&d->uids, u, link);
+		LIST_INSERT_HEAD(uids, u, link);
 	}
 	u->contexts++;
 	*u_p = u;
 	return 0;
 }
 
-void uid_usage_detach(struct daemon *d, struct uid_usage *u)
+void uid_usage_detach(struct uid_usage *u)
 {
-	(void)d;
 	if (!u || --u->contexts)
 		return;
 	LIST_REMOVE(u, link);
 	free(u);
 }
 
-const char *uid_quota_queue(const struct daemon *d, const struct uid_usage *u,
+const char *uid_quota_queue(const struct config *c, const struct uid_usage *u,
 			    uint64_t arena_bytes, uint64_t *limit)
 {
-	*limit = uid_limit_queues(&d->cfg);
+	*limit = uid_limit_queues(c);
 	if (u->queues >= *limit)
 		return "uid_max_queues";
-	*limit = uid_limit_arena(&d->cfg);
+	*limit = uid_limit_arena(c);
 	if (u->arena_bytes + arena_bytes > *limit)
 		return "uid_max_arena_bytes";
 	return NULL;
 }
 
-bool uid_quota_inflight_full(const struct daemon *d, const struct uid_usage *u)
+bool uid_quota_inflight_full(const struct config *c, const struct uid_usage *u)
 {
-	return u && u->in_flight >= uid_limit_inflight(&d->cfg);
+	return u && u->in_flight >= uid_limit_inflight(c);
 }
 
 void uid_quota_log(pid_t pid, uid_t uid, const char *what, uint64_t limit)

@@ -31,7 +31,6 @@
 #include <sys/types.h>
 
 struct config;
-struct daemon;
 
 struct uid_usage {
 	LIST_ENTRY(uid_usage) link;
@@ -51,26 +50,30 @@ uint64_t uid_limit_arena(const struct config *c);
 uint32_t uid_limit_inflight(const struct config *c);
 
 /*
- * uid_usage_attach - a new session of @uid: its entry (made on first use)
- * with contexts counted.  Returns 0, -EDQUOT (the uid holds
- * uid_max_contexts: nothing counted, *@u_p NULL) or -ENOMEM.
+ * uid_usage_attach - a new session of @uid: its entry in @uids (made on
+ * first use) with contexts counted, under @c's bounds.  Returns 0,
+ * -EDQUOT (the uid holds uid_max_contexts: nothing counted, *@u_p NULL)
+ * or -ENOMEM.
  */
-int uid_usage_attach(struct daemon *d, uid_t uid, struct uid_usage **u_p);
+int uid_usage_attach(struct uid_usage_list *uids, const struct config *c, uid_t uid,
+		     struct uid_usage **u_p);
 
 /* uid_usage_detach - the session went (its queues already uncounted);
- * frees the entry with its last context.  Accepts NULL. */
-void uid_usage_detach(struct daemon *d, struct uid_usage *u);
+ * frees the entry, out of its list, with its last context.  Accepts
+ * NULL. */
+void uid_usage_detach(struct uid_usage *u);
 
 /*
- * uid_quota_queue - may @u open one more queue of @arena_bytes?  Returns
- * NULL, or the name of the key that says no ("uid_max_queues",
- * "uid_max_arena_bytes") with its value in force in *@limit.
+ * uid_quota_queue - may @u open one more queue of @arena_bytes under @c's
+ * bounds?  Returns NULL, or the name of the key that says no
+ * ("uid_max_queues", "uid_max_arena_bytes") with its value in force in
+ * *@limit.
  */
-const char *uid_quota_queue(const struct daemon *d, const struct uid_usage *u,
+const char *uid_quota_queue(const struct config *c, const struct uid_usage *u,
 			    uint64_t arena_bytes, uint64_t *limit);
 
-/* Has @u as many descriptors in flight as it may?  (NULL: no.) */
-bool uid_quota_inflight_full(const struct daemon *d, const struct uid_usage *u);
+/* Has @u as many descriptors in flight as @c lets it?  (NULL: no.) */
+bool uid_quota_inflight_full(const struct config *c, const struct uid_usage *u);
 
 /* Log a refusal for @uid (pid @pid) because of @what, rate-limited. */
 void uid_quota_log(pid_t pid, uid_t uid, const char *what, uint64_t limit);

@@ -658,7 +658,7 @@ struct session *fuzz_session_new(struct daemon *d)
 	TAILQ_INIT(&s->queues);
 	/* Counted under its uid, as accept_cb does (session_destroy
 	 * uncounts it). */
-	if (uid_usage_attach(d, getuid(), &s->uq))
+	if (uid_usage_attach(&d->uids, &d->cfg, getuid(), &s->uq))
 		die("uid_usage_attach");
 	TAILQ_INSERT_TAIL(&d->sessions, s, link);
 	return s;
@@ -711,7 +711,7 @@ void fuzz_session_free(struct session *s)
 		s->uq->arena_bytes -= q->arena_size;
 		engine_close_queue(q);
 	}
-	uid_usage_detach(&dm, s->uq);
+	uid_usage_detach(s->uq);
 	TAILQ_REMOVE(&dm.sessions, s, link);
 	free(s);
 }
