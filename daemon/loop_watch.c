@@ -56,3 +56,10 @@ ev_tstamp loop_watch_late(struct loop_watch *w, struct ev_loop *loop, ev_tstamp 
 		 "are judged on what has been read since", late * 1e3, w->iteration_max * 1e3);
 	return late;
 }
+
+void loop_watch_watchdog_ping(struct loop_watch *w, ev_tstamp now)
+{
+	if (w->watchdog_sent && now - w->watchdog_sent > w->watchdog_gap_max)
+		w->watchdog_gap_max = now - w->watchdog_sent;
+	w->watchdog_sent = now;
+}

@@ -14,7 +14,9 @@
  *   - stalls: a timer that ran LOOP_STALL_MIN or more after it was due
  *     (link.c's keepalive timers report it), counted once per iteration,
  *     its lateness the stall's length.  A daemon stopped in its poll
- *     shows here, not in the iteration.
+ *     shows here, not in the iteration;
+ *   - the longest gap between two systemd watchdog pings (service.c's
+ *     timer reports each): the loop's longest hold as systemd saw it.
  * All calls on the loop thread.
  */
 #ifndef SLD_LOOP_WATCH_H
@@ -34,6 +36,8 @@ struct loop_watch {
 	uint64_t stalls;		/* times timers ran LOOP_STALL_MIN late */
 	ev_tstamp stall_max;		/* seconds, the longest of them */
 	ev_tstamp stall_counted;	/* woke_at of the iteration last counted */
+	ev_tstamp watchdog_sent;	/* ev_now() of the last WATCHDOG=1, 0 none */
+	ev_tstamp watchdog_gap_max;	/* seconds, the longest between two */
 };
 
 /*
@@ -48,5 +52,9 @@ void loop_watch_init(struct loop_watch *w, struct ev_loop *loop);
  * iteration, and log it.  Returns the lateness in seconds (0 when on
  * time). */
 ev_tstamp loop_watch_late(struct loop_watch *w, struct ev_loop *loop, ev_tstamp due);
+
+/* WATCHDOG=1 goes to systemd at @now (ev_now() time): keep the longest
+ * gap, in seconds, since the one before. */
+void loop_watch_watchdog_ping(struct loop_watch *w, ev_tstamp now);
 
 #endif

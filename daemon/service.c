@@ -18,6 +18,7 @@
 #include "link.h"
 #include "link_auth.h"
 #include "log.h"
+#include "loop_watch.h"
 #include "queue.h"
 #include "service.h"
 #include "session.h"
@@ -96,16 +97,13 @@ static void status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Runs only while the loop does: a wedged loop stops the pings and
  * systemd kills the daemon.  The longest gap between two pings is what
- * the loop's longest hold looked like to systemd. */
+ * the loop's longest hold looked like to systemd (loop_watch keeps it). */
 static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct daemon *d = w->data;
-	ev_tstamp now = ev_now(loop);
 
 	(void)revents;
-	if (d->svc.watchdog_sent && now - d->svc.watchdog_sent > d->svc.watchdog_gap_max)
-		d->svc.watchdog_gap_max = now - d->svc.watchdog_sent;
-	d->svc.watchdog_sent = now;
+	loop_watch_watchdog_ping(&d->loop_w, ev_now(loop));
 	notify(d, "WATCHDOG=1");
 }
 

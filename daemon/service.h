@@ -38,8 +38,6 @@ typedef int service_apply_fn(struct daemon *d, struct config *c);
 struct service {
 	bool notify;			/* NOTIFY_SOCKET set: talk to systemd */
 	ev_timer watchdog_w;		/* WATCHDOG=1 at an eighth of WATCHDOG_USEC */
-	ev_tstamp watchdog_sent;	/* ev_now() of the last WATCHDOG=1, 0 none */
-	ev_tstamp watchdog_gap_max;	/* seconds, the longest between two */
 	ev_timer status_w;		/* STATUS= refresh, at most once a second */
 	ev_timer drain_w;		/* drain progress checks */
 	ev_tstamp drain_started;	/* ev_now() at the first stop signal */
@@ -53,9 +51,11 @@ struct service {
  * handlers; with NOTIFY_SOCKET set, start the STATUS= refresh and, when
  * sd_watchdog_enabled() says so, the WATCHDOG=1 timer at an eighth of
  * the interval, from the loop: a gap over half the interval means the
- * loop was held that long (svc.watchdog_gap_max, loop.watchdog_gap_max_ms).  @apply: see service_apply_fn (may be NULL).  Call once the
- * loop exists, before service_ready().  Returns 0 or -errno from
- * sd_watchdog_enabled() (a malformed WATCHDOG_USEC, logged).
+ * loop was held that long (loop_watch_watchdog_ping(),
+ * loop.watchdog_gap_max_ms).  @apply: see service_apply_fn (may be
+ * NULL).  Call once the loop exists, before service_ready().  Returns 0
+ * or -errno from sd_watchdog_enabled() (a malformed WATCHDOG_USEC,
+ * logged).
  */
 int service_init(struct daemon *d, service_apply_fn *apply);
 

@@ -275,7 +275,7 @@ void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "stalls", d->loop_w.stalls);
 	visit_num(fn, arg, "stall_max_ms", (uint64_t)(d->loop_w.stall_max * 1e3 + 0.5));
 	visit_num(fn, arg, "watchdog_gap_max_ms",
-		  (uint64_t)(d->svc.watchdog_gap_max * 1e3 + 0.5));
+		  (uint64_t)(d->loop_w.watchdog_gap_max * 1e3 + 0.5));
 }
 
 void stats_visit_rcache(struct daemon *d, stat_visit_fn fn, void *arg)
