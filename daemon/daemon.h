@@ -19,7 +19,6 @@
 #include "accept_pause.h"
 #include "config.h"
 #include "loop_watch.h"
-#include "service.h"
 #include "uid_quota.h"
 #include "xport/xport.h"
 
@@ -30,6 +29,7 @@ struct link_handlers;
 struct endpoint_rndv_hooks;
 struct admin;
 struct link_auth;
+struct service;
 
 #define SLD_PORTS 65536u
 #define SLD_SOCKET_NAME "sluiced.sock"
@@ -112,7 +112,8 @@ struct daemon {
 					 * the rest may finish (service.h) */
 	int argc;			/* the command line, reapplied on reload */
 	char **argv;
-	struct service svc;		/* systemd, reload, drain (service.c) */
+	struct service *svc;		/* systemd, reload, drain (service.c); NULL
+					 * outside service_init..service_destroy */
 	ev_io ctl_w;
 	struct accept_pause ctl_pause;	/* accept() out of fds: back off */
 	char ctl_path[CONFIG_PATH_MAX + 32];

@@ -26,6 +26,7 @@
 #include "peer_auth.h"
 #include "queue.h"
 #include "release.h"
+#include "service.h"
 #include "session.h"
 
 
@@ -480,6 +481,7 @@ int main(int argc, char **argv)
 out:
 	service_stop(d);
 	daemon_teardown(d);
+	service_destroy(d);
 	fd_spare_close();
 	log_info("stopped");
 	return rc ? 1 : 0;

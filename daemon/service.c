@@ -26,6 +26,18 @@
 #define STATUS_PERIOD_S 1.0	/* STATUS= at most this often */
 #define DRAIN_CHECK_S 0.01	/* how often the drain looks at what is left */
 
+/* d->svc, from service_init() to service_destroy(). */
+struct service {
+	bool notify;			/* NOTIFY_SOCKET set: talk to systemd */
+	ev_timer watchdog_w;		/* WATCHDOG=1 at an eighth of WATCHDOG_USEC */
+	ev_timer status_w;		/* STATUS= refresh, at most once a second */
+	ev_timer drain_w;		/* drain progress checks */
+	ev_tstamp drain_started;	/* ev_now() at the first stop signal */
+	ev_tstamp drain_deadline;
+	service_apply_fn *apply_options;	/* NULL: none to reapply */
+	char status[160];		/* last STATUS= sent */
+};
+
 static void notify(struct daemon *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -38,7 +50,7 @@ static void notify(struct daemon *d, const char *fmt, ...)
 	va_list ap;
 	int rc;
 
-	if (!d->svc.notify)
+	if (!d->svc || !d->svc->notify)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -77,14 +89,15 @@ static void status_text(const struct daemon *d, char *buf, size_t n)
 /* Send STATUS= if it changed since the last one. */
 static void status_refresh(struct daemon *d)
 {
-	char buf[sizeof(d->svc.status)];
+	struct service *s = d->svc;
+	char buf[sizeof(s->status)];
 
-	if (!d->svc.notify)
+	if (!s || !s->notify)
 		return;
 	status_text(d, buf, sizeof(buf));
-	if (strcmp(buf, d->svc.status) == 0)
+	if (strcmp(buf, s->status) == 0)
 		return;
-	memcpy(d->svc.status, buf, sizeof(buf));
+	memcpy(s->status, buf, sizeof(buf));
 	notify(d, "STATUS=%s", buf);
 }
 
@@ -109,7 +122,7 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void drain_end(struct daemon *d)
 {
-	ev_timer_stop(d->loop, &d->svc.drain_w);
+	ev_timer_stop(d->loop, &d->svc->drain_w);
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
@@ -121,9 +134,9 @@ static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)revents;
 	if (left == 0) {
-		log_info("drained in %.0f ms", (now - d->svc.drain_started) * 1e3);
+		log_info("drained in %.0f ms", (now - d->svc->drain_started) * 1e3);
 		drain_end(d);
-	} else if (now >= d->svc.drain_deadline) {
+	} else if (now >= d->svc->drain_deadline) {
 		log_info("drain: %llu operations still in flight after %u ms: canceling them",
 			 (unsigned long long)left, (unsigned)d->cfg.shutdown_drain_ms);
 		drain_end(d);
@@ -155,11 +168,11 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 	log_info("signal %d: shutting down: %llu operations in flight, waiting up to %u ms",
 		 w->signum, (unsigned long long)left, (unsigned)d->cfg.shutdown_drain_ms);
-	d->svc.drain_started = ev_now(loop);
-	d->svc.drain_deadline = d->svc.drain_started + d->cfg.shutdown_drain_ms / 1e3;
-	ev_timer_init(&d->svc.drain_w, drain_cb, DRAIN_CHECK_S, DRAIN_CHECK_S);
-	d->svc.drain_w.data = d;
-	ev_timer_start(loop, &d->svc.drain_w);
+	d->svc->drain_started = ev_now(loop);
+	d->svc->drain_deadline = d->svc->drain_started + d->cfg.shutdown_drain_ms / 1e3;
+	ev_timer_init(&d->svc->drain_w, drain_cb, DRAIN_CHECK_S, DRAIN_CHECK_S);
+	d->svc->drain_w.data = d;
+	ev_timer_start(loop, &d->svc->drain_w);
 	status_refresh(d);
 }
 
@@ -214,8 +227,8 @@ int service_reload(struct daemon *d)
 		log_err("reload: %s; the running configuration stays", err);
 		goto out;
 	}
-	if (d->svc.apply_options) {
-		rc = d->svc.apply_options(d, next);
+	if (d->svc && d->svc->apply_options) {
+		rc = d->svc->apply_options(d, next);
 		if (rc) {
 			log_err("reload: the command-line options do not apply over %s; the "
 				"running configuration stays", d->config_path);
@@ -246,10 +259,16 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 int service_init(struct daemon *d, service_apply_fn *apply)
 {
-	struct service *s = &d->svc;
+	struct service *s;
 	uint64_t usec = 0;
 	int rc;
 
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		log_err("service: out of memory");
+		return -ENOMEM;
+	}
+	d->svc = s;
 	s->apply_options = apply;
 	ev_signal_init(&d->sigterm_w, stop_cb, SIGTERM);
 	ev_signal_init(&d->sigint_w, stop_cb, SIGINT);
@@ -284,18 +303,30 @@ int service_init(struct daemon *d, service_apply_fn *apply)
 
 void service_ready(struct daemon *d)
 {
-	if (!d->svc.notify)
+	struct service *s = d->svc;
+
+	if (!s->notify)
 		return;
-	status_text(d, d->svc.status, sizeof(d->svc.status));
-	notify(d, "READY=1\nSTATUS=%s", d->svc.status);
-	ev_timer_start(d->loop, &d->svc.status_w);
+	status_text(d, s->status, sizeof(s->status));
+	notify(d, "READY=1\nSTATUS=%s", s->status);
+	ev_timer_start(d->loop, &s->status_w);
 }
 
 void service_stop(struct daemon *d)
 {
-	ev_timer_stop(d->loop, &d->svc.drain_w);
-	if (!d->svc.notify)
+	struct service *s = d->svc;
+
+	if (!s)
 		return;
-	ev_timer_stop(d->loop, &d->svc.status_w);
-	ev_timer_stop(d->loop, &d->svc.watchdog_w);
+	ev_timer_stop(d->loop, &s->drain_w);
+	if (!s->notify)
+		return;
+	ev_timer_stop(d->loop, &s->status_w);
+	ev_timer_stop(d->loop, &s->watchdog_w);
+}
+
+void service_destroy(struct daemon *d)
+{
+	free(d->svc);
+	d->svc = NULL;
 }

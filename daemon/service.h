@@ -21,9 +21,7 @@
 #ifndef SLD_SERVICE_H
 #define SLD_SERVICE_H
 
-#include <stdbool.h>
 #include <stdint.h>
-#include <ev.h>
 
 struct daemon;
 struct config;
@@ -35,35 +33,32 @@ struct config;
  */
 typedef int service_apply_fn(struct daemon *d, struct config *c);
 
-struct service {
-	bool notify;			/* NOTIFY_SOCKET set: talk to systemd */
-	ev_timer watchdog_w;		/* WATCHDOG=1 at an eighth of WATCHDOG_USEC */
-	ev_timer status_w;		/* STATUS= refresh, at most once a second */
-	ev_timer drain_w;		/* drain progress checks */
-	ev_tstamp drain_started;	/* ev_now() at the first stop signal */
-	ev_tstamp drain_deadline;
-	service_apply_fn *apply_options;	/* NULL: none to reapply */
-	char status[160];		/* last STATUS= sent */
-};
-
 /*
- * service_init - install the SIGTERM, SIGINT (drain) and SIGHUP (reload)
- * handlers; with NOTIFY_SOCKET set, start the STATUS= refresh and, when
+ * service_init - make the service's state (d->svc, private to service.c),
+ * install the SIGTERM, SIGINT (drain) and SIGHUP (reload) handlers; with NOTIFY_SOCKET set, start the STATUS= refresh and, when
  * sd_watchdog_enabled() says so, the WATCHDOG=1 timer at an eighth of
  * the interval, from the loop: a gap over half the interval means the
  * loop was held that long (loop_watch_watchdog_ping(),
  * loop.watchdog_gap_max_ms).  @apply: see service_apply_fn (may be
- * NULL).  Call once the loop exists, before service_ready().  Returns 0
- * or -errno from sd_watchdog_enabled() (a malformed WATCHDOG_USEC,
- * logged).
+ * NULL).  Call once the loop exists, before service_ready().  Returns 0,
+ * -ENOMEM (nothing installed, logged) or -errno from
+ * sd_watchdog_enabled() (a malformed WATCHDOG_USEC, logged); either way
+ * service_destroy() frees what was made.
  */
 int service_init(struct daemon *d, service_apply_fn *apply);
 
 /* Every listener is up: READY=1 with the first STATUS=. */
 void service_ready(struct daemon *d);
 
-/* The loop has ended: stop the service's timers before the teardown. */
+/* The loop has ended: stop the service's timers before the teardown.
+ * The signal handlers stay: the teardown runs the loop again (the links'
+ * BYE) and a signal then behaves as during the drain.  Accepts a daemon
+ * whose service_init() did not run. */
 void service_stop(struct daemon *d);
+
+/* After the teardown, when the loop runs no more: free d->svc (NULL
+ * after).  Accepts a daemon whose service_init() did not run. */
+void service_destroy(struct daemon *d);
 
 /*
  * service_reload - what SIGHUP does: read the -c file into a fresh
