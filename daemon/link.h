@@ -5,10 +5,11 @@
  * frame but HELLO, ACK and RDMA writes; seq from 1 for each pair of
  * incarnations, continuing across reconnects), keeps each sent frame until
  * the peer's cumulative ACK covers it (a message also until its NAK), and
- * then completes the originating descriptor.  Frames that do not fit the
- * transport's send queue wait in the link's backlog, in order, and go out
- * as completions free room; control frames (NAK, RTR, FIN, DONE) go ahead
- * of queued data.
+ * then hands a message back to its owner (done() of its struct
+ * link_msg_ops), which completes the descriptor.  Frames that do not fit the transport's send
+ * queue wait in the link's backlog, in order, and go out as completions
+ * free room; control frames (NAK, RTR, FIN, DONE) go ahead of queued
+ * data.
  *
  * Links that survive (RDS's model over connections that may break): a
  * broken connection fails nothing by itself.  The dialer redials with
@@ -49,20 +50,20 @@
  * RTR, FIN, DONE, writes landing) and the link's events (down, resumed,
  * failed).  What follows describes both, as they work together.
  *
- * Rendezvous (messages above the peer's eager_max): the send's frame goes
- * out as an RTS and stays the owner of its descriptor.  When the peer's
+ * Rendezvous (messages above the peer's eager_max; its state machines
+ * are rndv.c's, rndv.h): the send goes out as an RTS.  When the peer's
  * RTR names a registered destination, the sender registers its source
- * (registration cache), and the frame joins the link's write list, from
- * which RDMA writes of LINK_WRITE_SEGMENT bytes go out interleaved with
- * other data, within the link's data budget (LINK_TX_BUDGET, below); the
- * last carries the peer's recv_id as its immediate.  On
- * the receiving side a struct rndv_recv holds the matched receive and its
- * registration, and the grant its RTR's key names (exactly the receive's
- * range, on this connection: xport.h grant(), docs/rendezvous-grants.md),
- * from the RTR until the immediate (or a FIN) arrives; the
- * receive then completes and a DONE goes back, and only the DONE
- * completes the send (a write that left, or that a NIC acknowledged, can
- * still die with the receiving daemon).
+ * (registration cache), and its writer (struct link_writer) joins the
+ * link's write queue, from which RDMA writes of LINK_WRITE_SEGMENT bytes
+ * go out interleaved with other data, within the link's data budget
+ * (LINK_TX_BUDGET, below); the last carries the peer's recv_id as its
+ * immediate.  On the receiving side rndv.c's struct rndv_recv holds the
+ * matched receive and its registration, and the grant its RTR's key
+ * names (exactly the receive's range, on this connection: xport.h
+ * grant(), docs/rendezvous-grants.md), from the RTR until the immediate
+ * (or a FIN) arrives; the receive then completes and a DONE goes back,
+ * and only the DONE completes the send (a write that left, or that a NIC
+ * acknowledged, can still die with the receiving daemon).
  *
  * Data frames (EAGER, RTS) also need credit: the peer's HELLO says how
  * many may be unacknowledged at once, and its cumulative ACKs slide that
@@ -74,8 +75,8 @@
  * where it was; a send completion, an ACK or a retry timer (when nothing
  * is in flight to complete) drives it again, with no call from a client
  * (Open MPI issue 92: a deferred RTR that nothing re-drove).  Data keeps
- * link_ctl_reserve() SQ slots free for control frames, so ACK, NAK, RTR
- * and FIN never wait behind data.
+ * ctl_reserve() (link.c) SQ slots free for control frames, so ACK, NAK,
+ * RTR and FIN never wait behind data.
  */
 #ifndef SLD_LINK_H
 #define SLD_LINK_H

@@ -520,9 +520,9 @@ int link_auth_anon_recv(struct daemon *d, struct xport_conn *c, const struct sl_
 			return LINK_AUTH_ATTACH;
 		}
 	} else if (wf->type == SL_WIRE_HELLO && !p) {
-		/* The nudge of a starting accepter we dial (link.c): it can
-		 * only make us dial sooner, so it needs no proof, but it must
-		 * come from that peer's address. */
+		/* The nudge of a starting accepter we dial
+		 * (link_announce.c): it can only make us dial sooner, so it
+		 * needs no proof, but it must come from that peer's address. */
 		l = link_find(d, wf->u.hello.node_id);
 		if (l && l->dialer && address_ok(l, c)) {
 			*l_p = l;

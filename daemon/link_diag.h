@@ -95,9 +95,10 @@ void link_diag_accept_told(struct daemon *d, struct xport_conn *c,
 
 /*
  * link_diag_nudge_unknown - @c brought the HELLO with which a starting
- * node @node_id tells a node it waits for that it is back (link.c), but
- * @node_id is not among this daemon's peers: log it (rate-limited; the
- * HELLO has no name, so the node is named by its id).
+ * node @node_id tells a node it waits for that it is back
+ * (link_announce.c), but @node_id is not among this daemon's peers: log
+ * it (rate-limited; the HELLO has no name, so the node is named by its
+ * id).
  */
 void link_diag_nudge_unknown(struct daemon *d, struct xport_conn *c, uint32_t node_id);
 

@@ -68,9 +68,10 @@ struct link {
 	ev_timer timeout_w;		/* peer_timeout_ms after going down */
 	ev_tstamp redial_delay;		/* seconds, doubles to a cap */
 	uint32_t ack_backoff;		/* ack timer period / ack_timeout_ms */
-	/* The back-off's proving window (link.c, backoff_review): since
-	 * its last change or the link's last coming up, the longest wait
-	 * for ack progress and the longest gap between frames heard, s. */
+	/* The back-off's proving window (link_liveness.c,
+	 * backoff_review): since its last change or the link's last coming
+	 * up, the longest wait for ack progress and the longest gap between
+	 * frames heard, s. */
 	ev_tstamp backoff_since, backoff_ack_wait, backoff_rx_gap;
 	/* Longest gaps between frames sent and between frames heard while
 	 * up, s (a stall of ours shows in both; compare loop_watch). */
@@ -107,16 +108,16 @@ struct link {
 	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
 	ev_tstamp updown_at;		/* ev_now() when the link last came up or
 					 * went down (from up), or was created */
-	/* Liveness (link.c, alive_cb): a frame goes out at least every
-	 * 0.5 s while the link is up (an ACK if nothing else does), and
-	 * nothing heard (no byte: xport last_rx) for max(ack_timeout_ms x
-	 * ack_backoff, 1 s) breaks the connection: an idle side learns of a
-	 * partition too, and the dialer redials. */
+	/* Liveness (link_liveness.c, link_alive_cb): a frame goes out at
+	 * least every 0.5 s while the link is up (an ACK if nothing else
+	 * does), and nothing heard (no byte: xport last_rx) for
+	 * max(ack_timeout_ms x ack_backoff, 1 s) breaks the connection: an
+	 * idle side learns of a partition too, and the dialer redials. */
 	ev_timer alive_w;
 	ev_timer dial_w;		/* a dial that takes too long is redone; an
 					 * accepter's nudge, given up */
 	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
-	struct link_rndv_counters rc;	/* kept by the rendezvous (link.h) */
+	struct link_rndv_counters rc;	/* kept by the rendezvous (rndv.c) */
 };
 
 

@@ -69,7 +69,7 @@ static void backoff_grow(struct link *l)
  * of LINK_SILENCE_MIN; the rest is room for a loaded machine).  A window
  * that does not prove it starts another at the same back-off: a link
  * whose acks take a second does not go back to timing out every 200 ms.
- * Run from alive_cb, every LINK_KEEPALIVE while up.
+ * Run from link_alive_cb, every LINK_KEEPALIVE while up.
  */
 static void backoff_review(struct link *l, ev_tstamp now)
 {

@@ -4,15 +4,15 @@
  * counters tell a stall of this daemon apart from a peer's silence.
  *
  * Judging a peer only after reading what waits from it is the links'
- * business (link.c, alive_cb); this file gives them polled_at, when the
- * loop last entered its poll: everything that had arrived by then was
- * reported by that poll (an fd ready at entry is returned at once, even
+ * business (link_liveness.c, link_alive_cb); this file gives them
+ * polled_at, when the loop last entered its poll: everything that had
+ * arrived by then was reported by that poll (an fd ready at entry is returned at once, even
  * by a poll that a stop signal then interrupts with EINTR), and measures:
  *   - the longest iteration: from a poll's return (an ev_check watcher) to
  *     the next poll (libev's release hook): no clock read of its own, no
  *     wake-up;
  *   - stalls: a timer that ran LOOP_STALL_MIN or more after it was due
- *     (link.c's keepalive timers report it), counted once per iteration,
+ *     (link_liveness.c's keepalive timers report it), counted once per iteration,
  *     its lateness the stall's length.  A daemon stopped in its poll
  *     shows here, not in the iteration;
  *   - the longest gap between two systemd watchdog pings (service.c's

@@ -37,13 +37,13 @@ struct match_msg {
 	uint64_t tag;
 	uint64_t len;		/* bytes of the message */
 	uint32_t charge;	/* bytes counted against the endpoint's
-				 * unexpected_max_bytes (set by the engine;
+				 * unexpected_max_bytes (set by endpoint.c;
 				 * at most eager_max + its overhead; their
 				 * sum, unexpected_bytes, is 64-bit) */
-	uint32_t sender_uid;	/* for the completion (engine_deliver) */
-	uint8_t *data;		/* owned by the caller (the engine); NULL
+	uint32_t sender_uid;	/* for the completion (queue_complete) */
+	uint8_t *data;		/* owned by the caller (endpoint.c); NULL
 				 * for rendezvous */
-	void *rndv;		/* owned by the caller: where a rendezvous
+	void *rndv;		/* owned by the caller (rndv.c): where a rendezvous
 				 * message's data waits; NULL for eager */
 };
 

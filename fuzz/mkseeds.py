@@ -232,5 +232,6 @@ put(W, "nak-of-rtr", b"\x02" + dialer_auth(0) + hello(DIALS_US) + rts(1, 100000,
 # A WRITE with the granted key past the granted range: refused, its
 # rendezvous fails and waits, aborted, for the FIN with its receive gone;
 # the EAGER after it walked the queue's claims into the gone receive
-# (engine.c note_match; found by tests/test_netfuzz, seed 1).
+# (engine.c note_match then, rndv.c hook_matched now; found by
+# tests/test_netfuzz, seed 1).
 put(W, "eager-after-refused-write", b"\x04" + dialer_auth(0) + hello(DIALS_US) + rts(1, 100000, 78) + write(FUZZ_RECV_BYTES, GRANT_RKEY0, b"w" * 64) + eager(2, b"after", ack=1))

@@ -3,7 +3,9 @@
  *
  * Each case is a script of posts and arrivals with the pairing each step
  * must produce, then the receives and messages left queued, in order.
- * Truncation is the engine's business and is tested in integration.
+ * Truncation is the endpoint's and the rendezvous' business (endpoint.c,
+ * rndv.c, copy.c), tested with real daemons by test_truncation and
+ * test_rndv.
  */
 #include <check.h>
 #include <stdbool.h>

@@ -798,8 +798,8 @@ END_TEST
  * with its receive gone.  The next EAGER to the same queue walked the
  * queue's claimed receives and read the gone one's (seed 1 of
  * netfuzz_live, with the NAK fixed: b died at case 84, SIGSEGV in
- * engine.c note_match).  Now the EAGER is delivered, and the connection
- * and b go on.
+ * engine.c note_match, which is rndv.c hook_matched now).  Now the EAGER
+ * is delivered, and the connection and b go on.
  */
 START_TEST(eager_after_refused_write)
 {
