@@ -35,7 +35,8 @@ typedef int service_apply_fn(struct daemon *d, struct config *c);
 
 /*
  * service_init - make the service's state (d->svc, private to service.c),
- * install the SIGTERM, SIGINT (drain) and SIGHUP (reload) handlers; with NOTIFY_SOCKET set, start the STATUS= refresh and, when
+ * install the SIGTERM, SIGINT (drain) and SIGHUP (reload) handlers; with
+ * NOTIFY_SOCKET set, start the STATUS= refresh and, when
  * sd_watchdog_enabled() says so, the WATCHDOG=1 timer at an eighth of
  * the interval, from the loop: a gap over half the interval means the
  * loop was held that long (loop_watch_watchdog_ping(),
@@ -51,9 +52,9 @@ int service_init(struct daemon *d, service_apply_fn *apply);
 void service_ready(struct daemon *d);
 
 /* The loop has ended: stop the service's timers before the teardown.
- * The signal handlers stay: the teardown runs the loop again (the links'
- * BYE) and a signal then behaves as during the drain.  Accepts a daemon
- * whose service_init() did not run. */
+ * The state and the signal handlers stay: the teardown runs the loop
+ * again (the links' BYE).  Accepts a daemon whose service_init() did not
+ * run. */
 void service_stop(struct daemon *d);
 
 /* After the teardown, when the loop runs no more: free d->svc (NULL
