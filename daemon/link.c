@@ -363,13 +363,15 @@ static int post_msg(struct link *l, struct link_msg *f)
 	int rc;
 
 	f->ops->encode(f, l, f->type, eager_limit(l), &wf, &payload);
+	/* Its kind holds from the first try: a post the SQ refused is tried
+	 * again as what it was encoded as (same peer, same eager_max). */
+	f->type = wf.type;
+	f->payload_len = wf.payload_len;
 	wf.seq = l->tx_seq + 1;
 	rc = link_post_frame(l, &wf, payload, (uintptr_t)f);
 	if (rc == -ENOMEM)
 		return rc;	/* stays first in the backlog */
 	list_unlink(l, f);
-	f->type = wf.type;
-	f->payload_len = wf.payload_len;
 	if (rc < 0) {
 		/* Cannot happen for a frame we built; never drop it silently
 		 * all the same. */

@@ -129,7 +129,7 @@ struct link_msg_ops {
 	/* @m is posted now (again after a reconnect or a peer's restart):
 	 * fill @wf's type (SL_WIRE_EAGER or SL_WIRE_RTS) and fields, and
 	 * for EAGER *@payload (wf->payload_len bytes, valid until done()).
-	 * @prev_type is what it went out as before on this incarnation (0:
+	 * @prev_type is what it was encoded as before on this incarnation (0:
 	 * never, or the peer restarted since); @eager_limit is the largest
 	 * payload both ends take eagerly.  The link sets seq and ack. */
 	void (*encode)(struct link_msg *m, struct link *l, uint8_t prev_type,
