@@ -96,7 +96,7 @@ static bool frame_move(struct link *l, struct link_msg *f, unsigned from, enum f
 		f->owner = (uint8_t)to;
 		return true;
 	}
-	l->illegal_moves++;
+	l->ctr.illegal_moves++;
 	log_err("link %s: frame type %u seq %llu: illegal move %s -> %s", l->peer->name,
 		f->type, (unsigned long long)f->seq, owner_name(f->owner), owner_name(to));
 	assert(!"illegal frame move");
@@ -210,7 +210,7 @@ static uint32_t data_space(const struct link *l)
  * to drive the backlog again, so a timer does. */
 static void post_refused(struct link *l)
 {
-	l->post_enomem++;
+	l->ctr.post_enomem++;
 	if (l->d->xp->ops->sq_outstanding(l->conn) == 0 && !ev_is_active(&l->retry_w)) {
 		ev_timer_set(&l->retry_w, LINK_POST_RETRY, 0.0);
 		ev_timer_start(l->d->loop, &l->retry_w);
@@ -254,8 +254,8 @@ int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payloa
 		/* What the data budget promises: see LINK_TX_BUDGET. */
 		uint64_t ahead = ops->sq_bytes(l->conn);
 
-		if (ahead > l->tx_ahead_max)
-			l->tx_ahead_max = ahead;
+		if (ahead > l->ctr.tx_ahead_max)
+			l->ctr.tx_ahead_max = ahead;
 	}
 	wf->ack = ack_limit(l, wf);
 	n = sl_wire_encode(wf, hdr, sizeof(hdr));
@@ -270,7 +270,7 @@ int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payloa
 		if (l->state == LINK_UP && now - l->tx_at > l->tx_gap_max)
 			l->tx_gap_max = now - l->tx_at;
 		l->ack_sent = wf->ack;
-		l->frames_tx++;
+		l->ctr.frames_tx++;
 		l->tx_at = now;
 	} else if (n == -ENOMEM) {
 		post_refused(l);
@@ -404,7 +404,7 @@ static int post_write_segment(struct link *l, struct link_writer *w)
 		w->ops->refused(w, l, rc);
 		return 0;
 	}
-	l->writes_tx++;
+	l->ctr.writes_tx++;
 	if (wr.has_imm) {
 		w->queued = false;
 		l->n_writes--;
@@ -439,7 +439,7 @@ static unsigned link_post_backlog(struct link *l, bool force_ack)
 		if (rc == -ENOMEM) {
 			if (!f->deferred) {
 				f->deferred = true;
-				l->ctl_deferred++;
+				l->ctr.ctl_deferred++;
 			}
 			return posted;
 		}
@@ -488,7 +488,7 @@ int link_post_msg(struct link *l, struct link_msg *m, const struct link_msg_ops 
 	if (l->timed_out)
 		return -EHOSTDOWN;
 	if (l->n_backlog - l->n_ctl >= l->d->cfg.link_backlog_max) {
-		l->backlog_naks++;
+		l->ctr.backlog_naks++;
 		return -ENOBUFS;
 	}
 	*m = (struct link_msg){ .ops = ops, .owner = FO_BACKLOG, .where = FL_BACKLOG,
@@ -563,7 +563,7 @@ static void queue_nak(struct link *l, uint64_t seq, uint32_t status)
 		return;
 	wf->u.nak.nak_seq = seq;
 	wf->u.nak.status = status;
-	l->naks_tx++;
+	l->ctr.naks_tx++;
 }
 
 void link_drop_ctl(struct link *l, bool (*match)(const struct sl_wire_frame *wf, void *arg),
@@ -622,11 +622,11 @@ void link_revoke(struct link *l, uint32_t rkey)
 void link_count_msg(struct link *l, bool tx, uint64_t bytes)
 {
 	if (tx) {
-		l->msgs_tx++;
-		l->bytes_tx += bytes;
+		l->ctr.msgs_tx++;
+		l->ctr.bytes_tx += bytes;
 	} else {
-		l->msgs_rx++;
-		l->bytes_rx += bytes;
+		l->ctr.msgs_rx++;
+		l->ctr.bytes_rx += bytes;
 	}
 }
 
@@ -902,8 +902,8 @@ static void link_timed_out(struct link *l, bool bye)
 			 l->d->cfg.peer_timeout_ms, l->n_backlog - l->n_ctl, l->n_unacked_data,
 			 sending, receiving);
 	if (!bye)
-		l->peer_timeouts++;
-	if (!bye && !l->dialer && !l->connects)
+		l->ctr.peer_timeouts++;
+	if (!bye && !l->dialer && !l->ctr.connects)
 		link_diag_never_dialed(l);
 	/* After a BYE the incarnation is over: nothing to tell it later. */
 	fail_everything(l, SL_ERR_PEER_DOWN, !bye, bye);
@@ -975,7 +975,7 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
 	struct link_msg *f, *next;
 	uint32_t kept = 0, failed, receiving;
 
-	l->peer_restarts++;
+	l->ctr.peer_restarts++;
 	for (f = TAILQ_FIRST(&l->unacked); f; f = next) {
 		next = TAILQ_NEXT(f, link);
 		if (is_send(f) && !f->maybe_reached && !f->wrs && !frame_decided(f)) {
@@ -991,8 +991,8 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
 		}
 	}
 	failed = sends_posted(l, &receiving);
-	l->restart_failed += failed;
-	l->restart_kept += kept;
+	l->ctr.restart_failed += failed;
+	l->ctr.restart_kept += kept;
 	peer_warn(l, "link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that "
 		  "may have reached it fail, %u that cannot have go to the new one; %u rendezvous "
 		  "receiving end", l->peer->name, (unsigned long long)incarnation,
@@ -1040,7 +1040,7 @@ static int link_resume(struct link *l, uint64_t peer_rx)
 		f->seq = 0;
 		f->where = FL_BACKLOG;
 		l->n_backlog++;
-		l->retransmits++;
+		l->ctr.retransmits++;
 		if (is_send(f)) {
 			l->n_unacked_data--;
 			TAILQ_FOREACH(first_data, &l->backlog, link)
@@ -1070,7 +1070,7 @@ static void link_up(struct link *l)
 	l->timed_out = false;
 	l->dial_warned = false;
 	l->redial_delay = l->d->cfg.redial_min_ms / 1e3;
-	l->connects++;
+	l->ctr.connects++;
 	ev_timer_stop(l->d->loop, &l->timeout_w);
 	ev_timer_stop(l->d->loop, &l->dial_w);
 	l->heard_at = l->rx_at = l->tx_at = ev_now(l->d->loop);
@@ -1177,7 +1177,7 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 {
 	struct link_msg *f;
 
-	l->naks_rx++;
+	l->ctr.naks_rx++;
 	TAILQ_FOREACH(f, &l->unacked, link) {
 		if (f->seq != wf->u.nak.nak_seq)
 			continue;
@@ -1205,7 +1205,7 @@ static int process_nak(struct link *l, const struct sl_wire_frame *wf)
 static int rx_sequence(struct link *l, uint64_t seq)
 {
 	if (seq <= l->rx_seq) {
-		l->rx_duplicates++;
+		l->ctr.rx_duplicates++;
 		return 0;
 	}
 	if (seq != l->rx_seq + 1) {
@@ -1308,7 +1308,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	}
 	if (c == l->nudge)
 		return -EPROTO;	/* the peer has nothing to say on it */
-	l->frames_rx++;
+	l->ctr.frames_rx++;
 	if (l->state == LINK_UP)
 		note_heard(l);
 	else
@@ -1381,7 +1381,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		rc = process_ack(l, wf->ack);
 		if (rc < 0)
 			return rc;
-		l->byes_rx++;
+		l->ctr.byes_rx++;
 		l->bye_rx = true;
 		l->d->xp->ops->close(l->conn, -ESHUTDOWN);	/* -> link_went_down() */
 		return 0;

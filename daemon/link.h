@@ -383,6 +383,37 @@ extern const struct xport_upcalls link_upcalls;
 /* Bytes of struct link_stats' last_error, its NUL included. */
 #define LINK_STATS_ERROR_MAX 96
 
+/* What a link counts, since the daemon started (sluicectl links, the
+ * stats file: link.PEER.NAME). */
+struct link_counters {
+	uint64_t connects;		/* connections established (came up) */
+	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
+	uint64_t frames_tx, frames_rx;	/* frames sent, received */
+	uint64_t naks_tx, naks_rx;	/* NAKs sent (the peer's messages refused),
+					 * received (ours refused) */
+	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
+	uint64_t ctl_deferred;		/* control frames that had to wait */
+	uint64_t writes_tx;		/* RDMA write segments posted */
+	uint64_t retransmits;		/* frames sent again after a reconnect */
+	uint64_t rx_duplicates;		/* frames received twice, dropped */
+	uint64_t ack_timeouts;		/* connections broken for want of acks */
+	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
+	uint64_t peer_restarts;		/* new incarnations of the peer seen */
+	uint64_t restart_failed;	/* sends failed by those: may have reached it */
+	uint64_t restart_kept;		/* sends carried over to the new incarnation */
+	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
+	uint64_t tx_ahead_max;		/* bytes: most payload a control frame, ACK
+					 * or keepalive was posted behind (a gauge
+					 * of the worst) */
+	uint64_t illegal_moves;		/* frame moves refused: a bug */
+	uint64_t silences;		/* connections broken: nothing heard */
+	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
+	/* Messages moved, and their payload bytes: sends the peer took
+	 * (completed SL_OK), messages from the peer delivered here (eager
+	 * accepted by a queue, rendezvous written in place). */
+	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
+};
+
 /*
  * One link as sluicectl and the stats file show it (admin.c, stats.c,
  * mem_usage.c): a copy made by link_get_stats(), so that nothing above
@@ -421,8 +452,6 @@ struct link_stats {
 					 * sends and control frames */
 	uint32_t ctl_queued;		/* of those, control frames */
 	uint32_t unacked;		/* frames handed on, waiting for an ACK */
-	uint32_t rndv_tx;		/* rendezvous sends past their RTS */
-	uint32_t rndv_rx;		/* rendezvous receives from the RTR to the data */
 	uint32_t writes_pending;	/* rendezvous sends with RDMA writes to post */
 	uint64_t tx_seq;		/* last sequence number sent (from 1 again
 					 * when the peer restarts) */
@@ -433,38 +462,8 @@ struct link_stats {
 	uint64_t tx_gap_max_ms;		/* ms: longest gap between frames sent while
 					 * up (rounded to the nearest) */
 	uint64_t rx_gap_max_ms;		/* ms: longest gap between frames heard */
-	uint64_t tx_ahead_max;		/* bytes: most payload a control frame, ACK
-					 * or keepalive was posted behind */
-	/* Counters: events since the daemon started. */
-	uint64_t connects;		/* connections established (came up) */
-	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
-	uint64_t frames_tx, frames_rx;	/* frames sent, received */
-	uint64_t naks_tx, naks_rx;	/* NAKs sent (the peer's messages refused),
-					 * received (ours refused) */
-	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
-	uint64_t ctl_deferred;		/* control frames that had to wait */
-	uint64_t writes_tx;		/* RDMA write segments posted */
-	uint64_t rndv_tx_done;		/* rendezvous sends completed */
-	uint64_t rndv_rx_done;		/* rendezvous receives completed */
-	uint64_t rndv_rx_failed;	/* ... of those, with an error */
-	uint64_t retransmits;		/* frames sent again after a reconnect */
-	uint64_t rx_duplicates;		/* frames received twice, dropped */
-	uint64_t ack_timeouts;		/* connections broken for want of acks */
-	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
-	uint64_t peer_restarts;		/* new incarnations of the peer seen */
-	uint64_t restart_failed;	/* sends failed by those: may have reached it */
-	uint64_t restart_kept;		/* sends carried over to the new incarnation */
-	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
-	uint64_t rndv_restarts;		/* rendezvous writes started again */
-	uint64_t rndv_resumed_bytes;	/* bytes: of those, not written again (the
-					 * receiver had them in place) */
-	uint64_t illegal_moves;		/* frame moves refused: a bug */
-	uint64_t silences;		/* connections broken: nothing heard */
-	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
-	uint64_t msgs_tx;		/* sends the peer took (completed SL_OK) */
-	uint64_t bytes_tx;		/* bytes: their payload */
-	uint64_t msgs_rx;		/* messages from the peer delivered here */
-	uint64_t bytes_rx;		/* bytes: their payload */
+	struct link_counters ctr;	/* the link's counters */
+	struct link_rndv_counters rc;	/* the rendezvous' gauges and counters */
 	/* Memory now (sluicectl memory, mem_usage.h). */
 	bool xport_buffers_known;	/* the transport reports buffer_bytes
 					 * (xport.h); else the next two are 0 */

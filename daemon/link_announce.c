@@ -62,7 +62,7 @@ void link_nudge_connected(struct link *l, struct xport_conn *c, int err)
 		ops->close(c, -ECONNABORTED);	/* -> closed() */
 		return;
 	}
-	l->nudges_tx++;
+	l->ctr.nudges_tx++;
 	ops->flush(c);	/* its completion closes it */
 }
 
@@ -81,7 +81,7 @@ void link_nudge_heard(struct link *l, struct xport_conn *c)
 {
 	struct daemon *d = l->d;
 
-	l->nudges_rx++;
+	l->ctr.nudges_rx++;
 	d->xp->ops->close(c, -ECONNABORTED);
 	if (d->stopping)
 		return;

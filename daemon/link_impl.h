@@ -83,29 +83,7 @@ struct link {
 	/* Why the link last went down or a dial failed, for sluicectl
 	 * (admin.c); "" until either happens. */
 	char last_error[96];
-	/* Counters. */
-	uint64_t frames_tx, frames_rx, naks_rx, naks_tx, connects;
-	uint64_t post_enomem;		/* posts refused: SQ full or -ENOMEM */
-	uint64_t backlog_naks;		/* sends refused: backlog at link_backlog_max */
-	uint64_t ctl_deferred;		/* control frames that had to wait */
-	uint64_t writes_tx;		/* RDMA write segments posted */
-	uint64_t retransmits;		/* frames sent again after a reconnect */
-	uint64_t rx_duplicates;		/* frames received twice, dropped */
-	uint64_t ack_timeouts;		/* connections broken for want of acks */
-	uint64_t peer_timeouts;		/* times down past peer_timeout_ms */
-	uint64_t peer_restarts;		/* new incarnations of the peer seen */
-	uint64_t restart_failed;	/* sends failed by those: may have reached it */
-	uint64_t restart_kept;		/* sends carried over to the new incarnation */
-	uint64_t nudges_tx, nudges_rx;	/* "we started" said, heard */
-	uint64_t tx_ahead_max;		/* most payload bytes a control frame, ACK
-					 * or keepalive was posted behind */
-	uint64_t illegal_moves;		/* frame_move() refused: a bug */
-	uint64_t silences;		/* connections broken: nothing heard */
-	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
-	/* Messages moved, and their payload bytes: sends the peer took
-	 * (completed SL_OK), messages from the peer delivered here (eager
-	 * accepted by a queue, rendezvous written in place). */
-	uint64_t msgs_tx, bytes_tx, msgs_rx, bytes_rx;
+	struct link_counters ctr;	/* link.h */
 	ev_tstamp updown_at;		/* ev_now() when the link last came up or
 					 * went down (from up), or was created */
 	/* Liveness (link_liveness.c, link_alive_cb): a frame goes out at

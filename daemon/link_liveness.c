@@ -139,7 +139,7 @@ void link_ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!judged_silent(l, w, l->heard_at, ack_period(l, l->ack_backoff)))
 		return;
 	ev_timer_stop(l->d->loop, w);
-	l->ack_timeouts++;
+	l->ctr.ack_timeouts++;
 	log_warn("link %s: no ack for %.0f ms with %u frames waiting: reconnecting", l->peer->name,
 		 (ev_now(loop) - l->heard_at) * 1e3, l->n_unacked);
 	backoff_grow(l);
@@ -207,7 +207,7 @@ void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	l->alive_due = now + LINK_KEEPALIVE;
 	heard = link_heard_at(l);
 	if (judged_silent(l, w, heard, limit)) {
-		l->silences++;
+		l->ctr.silences++;
 		log_warn("link %s: nothing heard for %.0f ms (a frame %.0f ms ago): reconnecting",
 			 l->peer->name, (now - heard) * 1e3, (now - l->rx_at) * 1e3);
 		backoff_grow(l);

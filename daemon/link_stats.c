@@ -60,8 +60,6 @@ void link_get_stats(const struct link *l, struct link_stats *st)
 	st->backlog = l->n_backlog;
 	st->ctl_queued = l->n_ctl;
 	st->unacked = l->n_unacked;
-	st->rndv_tx = l->rc.n_rndv_tx;
-	st->rndv_rx = l->rc.n_rndv_rx;
 	st->writes_pending = l->n_writes;
 	st->tx_seq = l->tx_seq;
 	st->rx_seq = l->rx_seq;
@@ -69,38 +67,9 @@ void link_get_stats(const struct link *l, struct link_stats *st)
 	st->ack_backoff = l->ack_backoff;
 	st->tx_gap_max_ms = to_ms(l->tx_gap_max);
 	st->rx_gap_max_ms = to_ms(l->rx_gap_max);
-	st->tx_ahead_max = l->tx_ahead_max;
 
-	st->connects = l->connects;
-	st->backlog_naks = l->backlog_naks;
-	st->frames_tx = l->frames_tx;
-	st->frames_rx = l->frames_rx;
-	st->naks_tx = l->naks_tx;
-	st->naks_rx = l->naks_rx;
-	st->post_enomem = l->post_enomem;
-	st->ctl_deferred = l->ctl_deferred;
-	st->writes_tx = l->writes_tx;
-	st->rndv_tx_done = l->rc.rndv_tx_done;
-	st->rndv_rx_done = l->rc.rndv_rx_done;
-	st->rndv_rx_failed = l->rc.rndv_rx_failed;
-	st->retransmits = l->retransmits;
-	st->rx_duplicates = l->rx_duplicates;
-	st->ack_timeouts = l->ack_timeouts;
-	st->peer_timeouts = l->peer_timeouts;
-	st->peer_restarts = l->peer_restarts;
-	st->restart_failed = l->restart_failed;
-	st->restart_kept = l->restart_kept;
-	st->nudges_tx = l->nudges_tx;
-	st->nudges_rx = l->nudges_rx;
-	st->rndv_restarts = l->rc.rndv_restarts;
-	st->rndv_resumed_bytes = l->rc.rndv_resumed_bytes;
-	st->illegal_moves = l->illegal_moves;
-	st->silences = l->silences;
-	st->byes_rx = l->byes_rx;
-	st->msgs_tx = l->msgs_tx;
-	st->bytes_tx = l->bytes_tx;
-	st->msgs_rx = l->msgs_rx;
-	st->bytes_rx = l->bytes_rx;
+	st->ctr = l->ctr;
+	st->rc = l->rc;
 
 	get_memory(l, st);
 }
