@@ -760,6 +760,34 @@ long h_proc_cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
+long h_proc_runq_wait_ms(pid_t pid)
+{
+	char path[64], buf[128];
+	unsigned long long run_ns, wait_ns;
+	ssize_t n;
+	int fd;
+
+	/* The main thread's: /proc/PID/schedstat is the thread group
+	 * leader's "on-cpu waiting timeslices" (ns, ns, count). */
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		int rc = -errno;
+
+		(void)close(fd);
+		return rc;
+	}
+	if (close(fd) < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run_ns, &wait_ns) != 2)
+		return -EPROTO;
+	return (long)(wait_ns / 1000000);
+}
+
 void h_daemon_settle(const struct h_daemon *d, int *fds, int *maps)
 {
 	int64_t deadline = h_now_ms() + 3000;

@@ -231,6 +231,10 @@ int h_proc_memfd_maps(pid_t pid);	/* lines of /proc/PID/maps with "memfd:" */
 long h_proc_rss_kb(pid_t pid);		/* VmRSS */
 long h_proc_hwm_kb(pid_t pid);		/* VmHWM: peak RSS since start */
 long h_proc_cpu_ticks(pid_t pid);	/* utime + stime, clock ticks */
+/* Milliseconds the main thread of @pid has waited for a core since it
+ * started (ready to run, not running: /proc/PID/schedstat), or -errno:
+ * what a loaded machine added to its wall-clock times. */
+long h_proc_runq_wait_ms(pid_t pid);
 
 /* Poll until the fd and memfd-mapping counts of @d read the same value
  * five times 20 ms apart (bounded); fatal if they never settle. */
