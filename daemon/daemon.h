@@ -3,10 +3,11 @@
  * queues, port table, links and counters.
  *
  * Progress model (io_uring SQPOLL, spin-then-block): while any queue had
- * work recently an ev_idle watcher keeps the loop polling rings; after
- * spin_s with nothing to do the daemon sets NEED_WAKEUP on every SQ,
- * re-checks them, and sleeps in epoll until a doorbell eventfd, a socket
- * or a timer fires.
+ * work recently an ev_idle watcher keeps the loop polling the rings of
+ * the active queues; a queue idle for spin_s sets NEED_WAKEUP on its SQ
+ * and leaves the active list (its client rings from then on), and with
+ * no active queue and nothing to do the daemon sleeps in epoll until a
+ * doorbell eventfd, a socket or a timer fires.
  */
 #ifndef SLD_DAEMON_H
 #define SLD_DAEMON_H
@@ -120,7 +121,14 @@ struct daemon {
 
 	TAILQ_HEAD(, session) sessions;
 	struct uid_usage_list uids;	/* per-uid usage (uid_quota.h); zeroed = empty */
-	TAILQ_HEAD(, queue) queues;	/* every live queue, drain order */
+	TAILQ_HEAD(, queue) queues;	/* every live queue */
+	/* The queues a pass drains: awake, NEED_WAKEUP clear (queue.h,
+	 * queue_activate).  The others sleep with NEED_WAKEUP set and come
+	 * back by their doorbell, so idle queues cost a pass nothing. */
+	TAILQ_HEAD(queue_active_list, queue) active;
+	/* Asleep with SQEs that client_max_inflight holds back: a completion
+	 * of the same client or uid wakes them (queue_complete). */
+	TAILQ_HEAD(, queue) quota_waiters;
 	struct queue **ports;		/* SLD_PORTS entries: bound queue or NULL */
 	uint32_t n_queues;
 	uint32_t next_queue_id;
@@ -138,9 +146,6 @@ struct daemon {
 	ev_check starvation_w;		/* runs them if fds keep idle out */
 	bool idle_ran;			/* progress_w ran since the last check */
 	bool kicked;			/* daemon_wake() since try_sleep began */
-	/* SQs with NEED_WAKEUP set (wake.h); declared here so that daemon.h
-	 * needs nothing of wake.h. */
-	TAILQ_HEAD(wake_sleeper_list, wake_sleeper) sleepers;
 	/* Nodes logged as unknown (engine.c, note_unknown_node). */
 	uint32_t unknown_logged[ENGINE_UNKNOWN_LOGGED];
 	unsigned n_unknown_logged;
@@ -154,6 +159,9 @@ struct daemon {
 	ev_timer rcache_w;		/* waiting registrations' deadlines */
 	struct link **links;
 	size_t n_links;
+	/* Links with frames, writes, ACKs or rendezvous to finish for the
+	 * passes (link_kick); the others cost a pass nothing. */
+	TAILQ_HEAD(link_ready_list, link) link_ready;
 	const struct link_handlers *link_handlers;	/* the engine's (link.h) */
 	const struct endpoint_rndv_hooks *rndv_hooks;	/* rndv.c's (endpoint.h) */
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */

@@ -16,6 +16,8 @@ int daemon_init(struct daemon *d)
 	TAILQ_INIT(&d->queues);
 	TAILQ_INIT(&d->cq_dirty);
 	TAILQ_INIT(&d->copies);
-	TAILQ_INIT(&d->sleepers);
+	TAILQ_INIT(&d->active);
+	TAILQ_INIT(&d->link_ready);
+	TAILQ_INIT(&d->quota_waiters);
 	return config_defaults(&d->cfg);
 }

@@ -495,6 +495,7 @@ int link_post_msg(struct link *l, struct link_msg *m, const struct link_msg_ops 
 				.status = SL_OK };
 	TAILQ_INSERT_TAIL(&l->backlog, m, link);
 	l->n_backlog++;
+	link_kick(l);
 	return 0;
 }
 
@@ -551,7 +552,7 @@ struct sl_wire_frame *link_queue_ctl(struct link *l, uint8_t type)
 		TAILQ_INSERT_TAIL(&l->backlog, &c->m, link);
 	l->n_backlog++;
 	l->n_ctl++;
-	daemon_wake(l->d);
+	link_kick(l);
 	return &c->wf;
 }
 
@@ -590,7 +591,7 @@ void link_writer_start(struct link *l, struct link_writer *w)
 	w->queued = true;
 	TAILQ_INSERT_TAIL(&l->writes, w, link);
 	l->n_writes++;
-	daemon_wake(l->d);
+	link_kick(l);
 }
 
 void link_writer_stop(struct link *l, struct link_writer *w)
@@ -616,7 +617,7 @@ void link_revoke(struct link *l, uint32_t rkey)
 	l->d->xp->ops->revoke(l->conn, rkey);
 	/* An RTR refused for want of a grant may go now. */
 	if (l->n_backlog)
-		daemon_wake(l->d);
+		link_kick(l);
 }
 
 void link_count_msg(struct link *l, bool tx, uint64_t bytes)
@@ -687,20 +688,59 @@ bool link_any_can_post(const struct daemon *d)
 	return false;
 }
 
+void link_kick(struct link *l)
+{
+	struct daemon *d = l->d;
+
+	if (!l->ready_on) {
+		l->ready_on = &d->link_ready;
+		TAILQ_INSERT_TAIL(&d->link_ready, l, ready_link);
+	}
+	daemon_wake(d);
+}
+
+/* Off whichever ready list it is on (it goes away). */
+static void link_ready_forget(struct link *l)
+{
+	if (l->ready_on) {
+		TAILQ_REMOVE(l->ready_on, l, ready_link);
+		l->ready_on = NULL;
+	}
+}
+
+/* Does the next pass have something to do for @l without a new kick: post
+ * (link_can_post), or send an ACK whose delay runs out by time alone? */
+static bool link_wants_pass(const struct link *l)
+{
+	return l->state == LINK_UP && l->conn &&
+	       (l->rx_seq != l->ack_sent || link_can_post(l));
+}
+
 unsigned link_flush_all(struct daemon *d, bool force_ack)
 {
+	struct link_ready_list walk = TAILQ_HEAD_INITIALIZER(walk);
 	unsigned posted = 0;
-	size_t i;
+	struct link *l;
 
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
-
+	/* Links kicked while this runs wait for the next pass, so that a
+	 * pass writes each link once (the tcp transport completes inside
+	 * its flush, which kicks). */
+	TAILQ_CONCAT(&walk, &d->link_ready, ready_link);
+	TAILQ_FOREACH(l, &walk, ready_link)
+		l->ready_on = &walk;
+	while ((l = TAILQ_FIRST(&walk))) {
+		TAILQ_REMOVE(&walk, l, ready_link);
+		l->ready_on = NULL;
 		l_up(l)->flush(l);
-		if (l->state != LINK_UP)
-			continue;
-		posted += link_post_backlog(l, force_ack);
-		if (l->conn)
-			d->xp->ops->flush(l->conn);
+		if (l->state == LINK_UP) {
+			posted += link_post_backlog(l, force_ack);
+			if (l->conn)
+				d->xp->ops->flush(l->conn);
+		}
+		if (!l->ready_on && link_wants_pass(l)) {
+			l->ready_on = &d->link_ready;
+			TAILQ_INSERT_TAIL(&d->link_ready, l, ready_link);
+		}
 	}
 	return posted;
 }
@@ -1086,7 +1126,7 @@ static void link_up(struct link *l)
 		link_ack_timer_start(l);
 	peer_info(l, "link %s: up (%s, incarnation %016llx)", l->peer->name,
 		  l->d->xp->ops->peer_name(l->conn), (unsigned long long)l->peer_incarnation);
-	daemon_wake(l->d);
+	link_kick(l);
 }
 
 
@@ -1138,7 +1178,7 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	/* An SQ slot is free: whatever waits for one may move next pass
 	 * (any release re-drives the deferred work; Open MPI issue 92). */
 	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
-		daemon_wake(l->d);
+		link_kick(l);
 	if (!owner)
 		return;	/* a control frame */
 	if (wr_id & 1) {
@@ -1391,7 +1431,7 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 acked:
 	if (rc == 0)
 		rc = process_ack(l, wf->ack);
-	daemon_wake(l->d);
+	link_kick(l);
 	return rc;
 }
 
@@ -1469,7 +1509,7 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	daemon_wake(l->d);
+	link_kick(l);
 }
 
 int link_setup_all(struct daemon *d, const struct link_handlers *up)
@@ -1556,6 +1596,7 @@ void link_teardown_all(struct daemon *d)
 		fail_everything(l, SL_ERR_CANCELED, false, true);
 		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));
 		l_up(l)->detach(l, l->upper);
+		link_ready_forget(l);
 		free(l);
 	}
 	free(d->links);

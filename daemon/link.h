@@ -350,7 +350,17 @@ struct link_handlers {
 int link_setup_all(struct daemon *d, const struct link_handlers *up);
 void link_teardown_all(struct daemon *d);
 
-/* Hand queued frames to the transport and write them (end of a pass).
+/*
+ * link_kick - @l has something for the next pass (a frame queued, an SQ
+ * slot or credits freed, an ACK owed, a rendezvous to finish): on the
+ * daemon's ready list, and the engine running (daemon_wake).  The passes
+ * visit only links so kicked, and keep a link on the list while it can
+ * still post; anything that lets a link post again must kick it.
+ */
+void link_kick(struct link *l);
+
+/* Hand queued frames of the ready links to the transport and write them
+ * (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep).
  * Returns the frames and RDMA write segments posted: work, since what
  * the transport completes at once (tcp: written to the socket) frees the

@@ -35,6 +35,11 @@ struct link {
 	bool dial_warned;		/* a connect failure was logged */
 	struct xport_conn *conn;
 	struct xport_conn *nudge;	/* accepter: telling the peer we started */
+	/* On daemon->link_ready, or on the list a flush is walking
+	 * (ready_on says which): the passes have something to do for it
+	 * (link_kick). */
+	TAILQ_ENTRY(link) ready_link;
+	struct link_ready_list *ready_on;	/* NULL: on neither */
 	uint64_t peer_incarnation;
 	/* The one before it: a restart never comes back to it, two daemons
 	 * of one name take turns (link_diag_two_daemons). */

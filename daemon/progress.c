@@ -2,12 +2,16 @@
  * progress.c - the progress engine: spin while there is work, then block.
  *
  * An ev_idle watcher runs passes while work keeps coming.  A pass drains
- * every queue round-robin with a budget (fairness), hands link backlogs to
- * the transport and writes them out (one writev() per link per pass), and
- * then wakes the clients whose CQ got entries (one eventfd write per queue
- * per pass, and only if the client sleeps).  After spin_s with no work the
- * engine announces sleep on every SQ (NEED_WAKEUP), re-checks, and stops
- * the idle watcher so the loop blocks in epoll.
+ * every awake queue round-robin with a budget (fairness), hands the
+ * backlogs of the links with work to the transport and writes them out
+ * (one writev() per link per pass), and then wakes the clients whose CQ
+ * got entries (one eventfd write per queue per pass, and only if the
+ * client sleeps).  A queue that gave nothing for spin_s goes to sleep on
+ * its own (NEED_WAKEUP) and leaves the pass; after spin_s with no work at
+ * all the engine puts the rest to sleep, re-checks, and stops the idle
+ * watcher so the loop blocks in epoll.  Queues and links enter a pass
+ * through their ready lists (queue_activate, link_kick): its cost follows
+ * what is active, not what exists.
  */
 #include "autoconfig.h"
 
@@ -46,15 +50,19 @@ void daemon_flush_cq_wakeups(struct daemon *d)
 unsigned daemon_progress(struct daemon *d)
 {
 	struct session *bad = NULL;
-	struct queue *q;
+	struct queue *q, *next;
+	ev_tstamp now = ev_now(d->loop);
 	unsigned work = 0;
 
 	if (d->xp && d->xp->ops->poll)
 		work += d->xp->ops->poll(d->xp);
 
-	TAILQ_FOREACH(q, &d->queues, all) {
+	for (q = TAILQ_FIRST(&d->active); q; q = next) {
 		struct desc taken[PASS_BUDGET];
-		int i, rc = queue_drain(q, taken, PASS_BUDGET);
+		int i, rc;
+
+		next = TAILQ_NEXT(q, active_link);
+		rc = queue_drain(q, taken, PASS_BUDGET);
 
 		if (rc < 0) {
 			/* Drop the client after the walk: its queues may sit
@@ -68,6 +76,10 @@ unsigned daemon_progress(struct daemon *d)
 		for (i = 0; i < rc; i++)
 			engine_submit(&taken[i]);
 		work += (unsigned)rc;
+		if (rc)
+			q->worked_at = now;
+		else if (now - q->worked_at >= d->spin_s)
+			queue_prepare_sleep(q);	/* leaves the list unless work came */
 	}
 	if (bad)
 		session_destroy(bad);
@@ -90,7 +102,7 @@ unsigned daemon_progress(struct daemon *d)
  */
 static bool try_sleep(struct daemon *d)
 {
-	struct queue *q;
+	struct queue *q, *next;
 	unsigned posted;
 
 	d->kicked = false;
@@ -99,17 +111,16 @@ static bool try_sleep(struct daemon *d)
 	if (posted || d->kicked)
 		return false;
 
-	TAILQ_FOREACH(q, &d->queues, all) {
-		if (queue_prepare_sleep(q)) {
-			wake_all_sleepers(d);
+	/* The queues asleep already stay so: their doorbells are armed. */
+	for (q = TAILQ_FIRST(&d->active); q; q = next) {
+		next = TAILQ_NEXT(q, active_link);
+		if (queue_prepare_sleep(q))
 			return false;
-		}
 	}
 	if (link_any_can_post(d)) {
 		if (d->ctr.lost_wakeups++ == 0)
 			log_warn("progress: about to sleep with a link that can post; "
-				 "staying awake (a missed daemon_wake, counted in lost_wakeups)");
-		wake_all_sleepers(d);
+				 "staying awake (a missed link_kick, counted in lost_wakeups)");
 		return false;
 	}
 	return true;

@@ -32,7 +32,7 @@ static void sq_doorbell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* The count does not matter, only that the client rang. */
 	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("queue %u: doorbell read: %m", q->id);
-	daemon_wake(q->d);
+	queue_activate(q);
 }
 
 static int port_bind(struct daemon *d, struct queue *q, uint32_t port, uid_t uid)
@@ -125,7 +125,6 @@ static int segment_create(struct daemon *d, struct queue *q, uint32_t sq_n, uint
 	q->arena = q->base + arena;
 	q->arena_size = d->cfg.arena_bytes;
 	q->cq_cap = cq_n;
-	q->sleeper.flags = q->sq.shm_flags;
 	return rc;
 }
 
@@ -183,12 +182,17 @@ int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,
 	q->charge = *who;
 	ev_io_init(&q->sq_w, sq_doorbell_cb, q->sq_efd, EV_READ);
 	q->sq_w.data = q;
+	/* Ahead of the starvation guard's passes (a check watcher, which
+	 * libev runs before the other watchers of its priority): a sleeping
+	 * queue that rang must be awake for the first pass after the poll,
+	 * not after passes that serve only the awake ones. */
+	ev_set_priority(&q->sq_w, EV_MAXPRI);
 	ev_io_start(d->loop, &q->sq_w);
 	TAILQ_INSERT_TAIL(&d->queues, q, all);
 	d->n_queues++;
 	/* The new SQ has no NEED_WAKEUP yet, so its client will not ring:
 	 * the engine must poll it until it goes to sleep properly. */
-	daemon_wake(d);
+	queue_activate(q);
 	*q_p = q;
 	return 0;
 
@@ -210,6 +214,19 @@ void queue_put(struct queue *q)
 		queue_destroy(q);
 }
 
+/* Off the active list and the quota waiters, for good (it dies). */
+/* Asleep: off the active list (below). */
+static void queue_fall_asleep(struct queue *q, bool quota);
+
+static void queue_leave_lists(struct queue *q)
+{
+	queue_fall_asleep(q, false);
+	if (q->quota_waiting) {
+		TAILQ_REMOVE(&q->d->quota_waiters, q, quota_link);
+		q->quota_waiting = false;
+	}
+}
+
 void queue_kill(struct queue *q)
 {
 	struct daemon *d = q->d;
@@ -225,7 +242,7 @@ void queue_kill(struct queue *q)
 	}
 	q->owner = NULL;
 	ev_io_stop(d->loop, &q->sq_w);
-	wake_sleeper_forget(d, &q->sleeper);
+	queue_leave_lists(q);
 	if (d->ports[q->port] == q)
 		d->ports[q->port] = NULL;
 	TAILQ_REMOVE(&d->queues, q, all);
@@ -248,6 +265,20 @@ void queue_end_receives(struct queue *q, int status)
 	while ((r = match_pop_recv(&q->mq))) {
 		queue_complete(&r->desc, status, NULL);
 		free(r);
+	}
+}
+
+/* Asleep with SQEs its quota holds back: queues of @q's client or uid may
+ * take them now that @q completed one. */
+static void wake_quota_waiters(const struct queue *q)
+{
+	struct queue *w, *next;
+
+	for (w = TAILQ_FIRST(&q->d->quota_waiters); w; w = next) {
+		next = TAILQ_NEXT(w, quota_link);
+		if (w->charge.in_flight == q->charge.in_flight ||
+		    (q->charge.uq && w->charge.uq == q->charge.uq))
+			queue_activate(w);
 	}
 }
 
@@ -282,6 +313,8 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 	}
 	d->ctr.cqes++;
 	d->ctr.completions[daemon_status_slot(status)]++;
+	if (!TAILQ_EMPTY(&d->quota_waiters) && q->owner)
+		wake_quota_waiters(q);
 	if (q->dead)
 		return;
 	memcpy(sl_ring_prod_slot(&q->cq, 0), &cqe, sizeof(cqe));
@@ -363,9 +396,40 @@ static bool cq_has_room(struct queue *q)
 	return space < 0 || space >= (int64_t)q->in_flight + 1;
 }
 
-void queue_wake(struct queue *q)
+void queue_activate(struct queue *q)
 {
-	wake_sleeper_wake(q->d, &q->sleeper);
+	struct daemon *d = q->d;
+
+	if (q->dead)
+		return;
+	if (q->quota_waiting) {
+		TAILQ_REMOVE(&d->quota_waiters, q, quota_link);
+		q->quota_waiting = false;
+	}
+	if (!q->awake) {
+		/* Clear the flags first: a client that sees them clear stops
+		 * ringing, and the pass will find what it posts. */
+		sl_flags_andnot(q->sq.shm_flags, SL_RING_NEED_WAKEUP | SL_RING_CQ_STALLED);
+		q->awake = true;
+		q->worked_at = ev_now(d->loop);
+		TAILQ_INSERT_TAIL(&d->active, q, active_link);
+	}
+	daemon_wake(d);
+}
+
+/* Asleep: off the active list; its flags stay as announced. */
+static void queue_fall_asleep(struct queue *q, bool quota)
+{
+	struct daemon *d = q->d;
+
+	if (q->awake) {
+		TAILQ_REMOVE(&d->active, q, active_link);
+		q->awake = false;
+	}
+	if (quota && !q->quota_waiting) {
+		TAILQ_INSERT_TAIL(&d->quota_waiters, q, quota_link);
+		q->quota_waiting = true;
+	}
 }
 
 bool queue_prepare_sleep(struct queue *q)
@@ -373,9 +437,9 @@ bool queue_prepare_sleep(struct queue *q)
 	int64_t avail = sl_ring_cons_prepare_sleep(&q->sq);
 
 	/* Nothing to take, or nothing the client may have taken now: a
-	 * completion (which kicks the engine) frees its quota. */
+	 * completion of its client or uid frees its quota and wakes it. */
 	if (avail == 0 || (avail > 0 && quota_full(q))) {
-		wake_sleeper_sleep(q->d, &q->sleeper);
+		queue_fall_asleep(q, avail > 0);
 		return false;
 	}
 	if (avail > 0 && !cq_has_room(q)) {
@@ -384,11 +448,12 @@ bool queue_prepare_sleep(struct queue *q)
 		sl_flags_or(q->sq.shm_flags, SL_RING_CQ_STALLED);
 		sl_smp_mb();
 		if (!cq_has_room(q)) {
-			wake_sleeper_sleep(q->d, &q->sleeper);
+			queue_fall_asleep(q, false);
 			return false;
 		}
 	}
-	queue_wake(q);
+	/* Work after all: stay awake, flags clear again. */
+	sl_flags_andnot(q->sq.shm_flags, SL_RING_NEED_WAKEUP | SL_RING_CQ_STALLED);
 	return true;
 }
 

@@ -7,6 +7,16 @@
  * primitive (wake.h), and nothing of what the engine, the links or the
  * rendezvous do with a descriptor.
  *
+ * Awake and asleep (io_uring's SQPOLL rule, per queue): an awake queue is
+ * on the daemon's active list and every pass drains it; its SQ has no
+ * NEED_WAKEUP, so its client posts without a system call.  A queue that
+ * gave the pass nothing for spin_s announces sleep (queue_prepare_sleep)
+ * and leaves the list; its client then rings the doorbell with its next
+ * post, or with its next poll when SQEs wait for CQ slots (CQ_STALLED),
+ * and the doorbell makes it awake again (queue_activate).  SQEs held back
+ * by client_max_inflight are woken by a completion of the same client or
+ * uid.  So a pass, and the engine's going to sleep, cost what is awake.
+ *
  * Lifetime: a queue is referenced by its owning session and by every
  * descriptor in flight on a link.  When the owner goes (close or death),
  * engine_close_queue() unwinds what refers to the queue and queue_kill()
@@ -56,7 +66,13 @@ struct queue {
 	TAILQ_ENTRY(queue) dirty;	/* daemon->cq_dirty */
 	bool in_dirty;
 	bool dead;
-	struct wake_sleeper sleeper;	/* NEED_WAKEUP set on the SQ */
+	/* Awake: on daemon->active, drained by every pass, NEED_WAKEUP
+	 * clear.  Asleep: NEED_WAKEUP set, its doorbell brings it back. */
+	TAILQ_ENTRY(queue) active_link;
+	bool awake;
+	ev_tstamp worked_at;		/* ev_now() of its last drain that took an SQE */
+	TAILQ_ENTRY(queue) quota_link;	/* daemon->quota_waiters */
+	bool quota_waiting;
 	int failed;			/* 0, or the status every descriptor of
 					 * the queue gets from now on
 					 * (engine_fail_queue) */
@@ -143,12 +159,14 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 
 /*
  * queue_prepare_sleep - announce sleep on the SQ (NEED_WAKEUP, and
- * CQ_STALLED when SQEs wait for CQ slots).  Returns true, with the queue
- * awake again, if it has work the daemon can do now.
+ * CQ_STALLED when SQEs wait for CQ slots) and leave the active list.
+ * Returns true, with the queue awake still, if it has work the daemon
+ * can do now.
  */
 bool queue_prepare_sleep(struct queue *q);
-/* The daemon is awake for this queue: clear its wake-up flags. */
-void queue_wake(struct queue *q);
+/* @q has work for the engine (its doorbell rang, its quota freed): awake,
+ * on the active list, and the engine running.  Nothing when dead. */
+void queue_activate(struct queue *q);
 /* The client's CQ wake-up, if it asked for one. */
 void queue_wake_client(struct queue *q);
 

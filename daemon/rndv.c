@@ -26,7 +26,6 @@
 #include "queue.h"
 #include "rcache.h"
 #include "rndv.h"
-#include "wake.h"
 
 #define container_of(p, type, member) ((type *)(const void *)((const char *)(p) - offsetof(type, member)))
 
@@ -471,7 +470,7 @@ static void send_reg_done(void *arg, int err, const struct rcache_mr *mr)
 		rsend_set_status(s, status);
 		s->in_reap = true;
 		TAILQ_INSERT_TAIL(&peer_of(l)->reap, s, reap_link);
-		daemon_wake(link_daemon(l));
+		link_kick(l);
 		return;
 	}
 	s->mr = mr;
@@ -883,7 +882,7 @@ int rndv_rx_fin(struct link *l, uint32_t recv_id, uint32_t status)
 		rndv_recv_complete(rr);
 	else
 		rndv_recv_giveback(rr, giveback_status(status));
-	daemon_wake(link_daemon(l));
+	link_kick(l);
 	return 0;
 }
 
@@ -1045,7 +1044,7 @@ int rndv_write_refused(struct link *l, uint32_t rkey, bool has_imm, uint32_t imm
 		rndv_recv_fail(rr, SL_ERR_ACCESS);
 		rndv_recv_free(rr);
 	}
-	daemon_wake(link_daemon(l));
+	link_kick(l);
 	return 0;
 }
 
