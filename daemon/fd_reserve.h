@@ -1,9 +1,7 @@
 /*
- * fd_reserve.h - the daemon's file descriptors under RLIMIT_NOFILE.
- *
- * At start the daemon raises its soft limit to the hard one and logs what
- * it got against what max_queues needs (each queue holds two eventfds,
- * each client one socket).
+ * fd_reserve.h - one spare descriptor, so that a client that connects while
+ * the daemon is at RLIMIT_NOFILE is refused with a reason (fd_limits.h
+ * sizes the limit itself).
  *
  * When the limit is reached, accept() fails with EMFILE but the kernel
  * has already completed the client's connect(): the client would wait for
@@ -19,21 +17,6 @@
 #define SLD_FD_RESERVE_H
 
 #include <stdint.h>
-
-struct config;
-
-/* Descriptors the daemon needs beyond its queues' and clients': listening
- * sockets, the lock, the loop's epoll and signal fds, the spare, links. */
-#define FD_RESERVE_BASE 32u
-
-/*
- * fd_limit_raise - raise the soft RLIMIT_NOFILE to the hard limit and log
- * one line: the limit now, and the descriptors max_queues needs (2 per
- * queue, 1 per client, FD_RESERVE_BASE, 1 per peer); a warning when the
- * limit is below that.  Returns the soft limit now in force (0 when
- * getrlimit failed, logged).
- */
-uint64_t fd_limit_raise(const struct config *c);
 
 /* Open the spare descriptor.  Returns 0 or -errno (logged). */
 int fd_spare_open(void);

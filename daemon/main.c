@@ -19,6 +19,7 @@
 #include "copy.h"
 #include "daemon.h"
 #include "engine.h"
+#include "fd_limits.h"
 #include "fd_reserve.h"
 #include "link.h"
 #include "link_auth.h"
@@ -416,7 +417,7 @@ int main(int argc, char **argv)
 		log_err("out of memory");
 		return 1;
 	}
-	(void)fd_limit_raise(&d->cfg);	/* logged */
+	(void)fd_limits_raise(&d->cfg);	/* logged */
 	rc = fd_spare_open();
 	if (rc)
 		goto out;
