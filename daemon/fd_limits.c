@@ -10,12 +10,10 @@
 #include "fd_limits.h"
 #include "log.h"
 
-static uint64_t queue_needs(const struct config *c)
+uint64_t fd_limits_need(const struct config *c)
 {
-	/* Per queue the daemon keeps its two doorbell eventfds (the memfd
-	 * is closed once passed), per client its socket: at most one
-	 * client per queue. */
-	return 3ull * c->max_queues + FD_LIMITS_OWN + c->n_peers;
+	return (uint64_t)FD_PER_QUEUE * c->max_queues + (uint64_t)FD_PER_PEER * c->n_peers +
+	       FD_LIMITS_OWN;
 }
 
 /* The kernel's cap on RLIMIT_NOFILE (fs.nr_open; 1,048,576 by default). */
@@ -33,11 +31,27 @@ static rlim_t nr_open(void)
 	return (rlim_t)n;
 }
 
+/* The max_queues that @limit holds, at least 1 (the key's minimum). */
+static uint64_t queues_fitting(const struct config *c, uint64_t limit)
+{
+	uint64_t other = (uint64_t)FD_PER_PEER * c->n_peers + FD_LIMITS_OWN;
+
+	return limit > other + FD_PER_QUEUE ? (limit - other) / FD_PER_QUEUE : 1;
+}
+
+/* What the figures are made of, and what to do when the limit is short. */
+#define BREAKDOWN_FMT "%u a queue, %u a peer, %u for itself"
+#define BREAKDOWN_ARGS FD_PER_QUEUE, FD_PER_PEER, FD_LIMITS_OWN
+#define FIX_FMT "raise LimitNOFILE= in sluiced.service (or ulimit -Hn where sluiced is " \
+		"started) to %llu or more, or lower [limits] max_queues to %llu"
+#define FIX_ARGS(c, limit) (unsigned long long)fd_limits_need(c), \
+		(unsigned long long)queues_fitting((c), (limit))
+
 uint64_t fd_limits_raise(const struct config *c)
 {
 	struct rlimit rl;
 	rlim_t before, target;
-	uint64_t need = queue_needs(c);
+	uint64_t need = fd_limits_need(c);
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
 		log_warn("getrlimit(RLIMIT_NOFILE): %m");
@@ -55,13 +69,35 @@ uint64_t fd_limits_raise(const struct config *c)
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
 		log_warn("file descriptors: limit %llu (was %llu, hard limit %llu), but "
-			 "max_queues %u needs about %llu: queue opens will fail EMFILE first; "
-			 "raise LimitNOFILE= or lower max_queues",
+			 "max_queues %u needs about %llu (" BREAKDOWN_FMT "): queue opens past "
+			 "the limit will fail; " FIX_FMT,
 			 (unsigned long long)rl.rlim_cur, (unsigned long long)before,
-			 (unsigned long long)rl.rlim_max, c->max_queues, (unsigned long long)need);
+			 (unsigned long long)rl.rlim_max, c->max_queues, (unsigned long long)need,
+			 BREAKDOWN_ARGS, FIX_ARGS(c, rl.rlim_cur));
 	else
-		log_info("file descriptors: limit %llu (was %llu); max_queues %u needs about %llu",
+		log_info("file descriptors: limit %llu (was %llu); max_queues %u needs about %llu "
+			 "(" BREAKDOWN_FMT ")",
 			 (unsigned long long)rl.rlim_cur, (unsigned long long)before,
-			 c->max_queues, (unsigned long long)need);
+			 c->max_queues, (unsigned long long)need, BREAKDOWN_ARGS);
 	return rl.rlim_cur;
+}
+
+int fd_limits_check(const struct config *c, char *warn, size_t cap)
+{
+	struct rlimit rl;
+	rlim_t hard;
+	uint64_t need = fd_limits_need(c);
+
+	warn[0] = '\0';
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		snprintf(warn, cap, "file descriptors: getrlimit(RLIMIT_NOFILE): %m");
+		return 1;
+	}
+	hard = rl.rlim_max == RLIM_INFINITY ? nr_open() : rl.rlim_max;
+	if (hard >= need)
+		return 0;
+	snprintf(warn, cap, "file descriptors: hard limit %llu, but max_queues %u needs about "
+		 "%llu (" BREAKDOWN_FMT "); " FIX_FMT, (unsigned long long)hard, c->max_queues,
+		 (unsigned long long)need, BREAKDOWN_ARGS, FIX_ARGS(c, hard));
+	return 1;
 }

@@ -248,6 +248,9 @@ static int config_mode(const struct daemon *d, enum run_mode mode)
 	if (mode == RUN_CHECK_CONFIG) {
 		if (check_host(d, false))
 			return 1;
+		/* Only a warning, as at start (fd_limits.h). */
+		if (fd_limits_check(&d->cfg, err, sizeof(err)))
+			fprintf(stderr, "sluiced: warning: %s\n", err);
 		/* The key files are part of what a start needs (exit status 1,
 		 * as a start that finds them wrong). */
 		if (link_auth_load_keys(&d->cfg, &keys, err, sizeof(err)) < 0) {

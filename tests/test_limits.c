@@ -349,7 +349,9 @@ static long proc_fd_limit(pid_t pid)
  * Measured before the fix: under the usual soft limit of 1,024 the 338th queue
  * failed EMFILE and nothing was logged.  The daemon raises its soft limit
  * to the hard one and says what it got against max_queues' needs; a queue
- * costs it two descriptors (the memfd is the client's once passed).
+ * costs it two descriptors (the memfd is the client's once passed).  A
+ * hard limit too low is a warning with the fix, at start and from
+ * --check-config.
  */
 START_TEST(fd_limit_raised_and_logged)
 {
@@ -357,7 +359,9 @@ START_TEST(fd_limit_raised_and_logged)
 	struct sl_queue *qs[10];
 	struct sl_ctx *ctx;
 	struct h_daemon d, e;
-	int fds0, fds1, maps, i;
+	char bin[H_PATH_MAX + 32], out[1024];
+	const char *top;
+	int fds0, fds1, maps, i, rc;
 
 	/* Inherited by the daemon.  Check runs each test in a process of its
 	 * own: lowering this one's hard limit is harmless. */
@@ -380,9 +384,139 @@ START_TEST(fd_limit_raised_and_logged)
 	low.rlim_cur = low.rlim_max = 1024;
 	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
 	h_daemon_start(&e, "rl2", 0, NULL, 0);
-	H_EQ(tu_log_lines(&e, "but max_queues 1024 needs about 3104: queue opens will fail "
-			   "EMFILE first; raise LimitNOFILE= or lower max_queues"), 1);
+	H_EQ(tu_log_lines(&e, "but max_queues 1024 needs about 3104 (3 a queue, 2 a peer, 32 "
+			   "for itself): queue opens past the limit will fail; raise "
+			   "LimitNOFILE= in sluiced.service (or ulimit -Hn where sluiced is "
+			   "started) to 3104 or more, or lower [limits] max_queues to 330"), 1);
 	h_daemon_stop(&e);
+
+	/* --check-config warns the same way, against the hard limit, and
+	 * the configuration stays valid. */
+	top = getenv("top_builddir");
+	snprintf(bin, sizeof(bin), "%s/daemon/sluiced", top && *top ? top : ".");
+	rc = h_run((const char *const[]){ bin, "--check-config", NULL }, out, sizeof(out), 5000);
+	H_EQ(rc, 0);
+	H_ASSERT(strcmp(out, "sluiced: warning: file descriptors: hard limit 1024, but max_queues "
+			"1024 needs about 3104 (3 a queue, 2 a peer, 32 for itself); raise "
+			"LimitNOFILE= in sluiced.service (or ulimit -Hn where sluiced is "
+			"started) to 3104 or more, or lower [limits] max_queues to 330\n"
+			"sluiced: configuration OK\n") == 0, "%s", out);
+}
+END_TEST
+
+/*
+ * Thousands of queues.  The daemon starts with the usual low soft limit
+ * under a higher hard one; 1,000 queues from 4 clients must all open and
+ * work, which they can only if the daemon raised its soft limit: each
+ * costs it 2 descriptors (the doorbell eventfds), 2,000 in all against a
+ * soft limit of 64.  Each client holds 2 per queue too, and raises its
+ * own soft limit for them.
+ */
+#define MANY_QUEUES 1000
+#define MANY_CLIENTS 4
+#define MANY_PER_CLIENT (MANY_QUEUES / MANY_CLIENTS)
+#define MANY_LEN 64
+
+/* Open MANY_PER_CLIENT queues, say so on @ready, wait for @go, then one
+ * message from the last queue to itself: every byte and status right. */
+static void many_queues_client(const struct h_daemon *d, int ready, int go)
+{
+	static struct sl_queue *qs[MANY_PER_CLIENT];
+	struct sl_queue *last;
+	struct sl_ctx *ctx;
+	struct sl_cqe cqe;
+	struct rlimit rl;
+	uint8_t *sbuf, *rbuf;
+	unsigned i, done = 0;
+	int rc;
+
+	CL_REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0, CL_E_SETUP, "getrlimit: %s",
+		   strerror(errno));
+	rl.rlim_cur = rl.rlim_max;
+	CL_REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0, CL_E_SETUP, "setrlimit %llu: %s",
+		   (unsigned long long)rl.rlim_max, strerror(errno));
+	rc = sl_open(d->sock, &ctx);
+	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_open: %s", strerror(-rc));
+	for (i = 0; i < MANY_PER_CLIENT; i++) {
+		rc = sl_queue_open(ctx, 0, 4, &qs[i]);
+		CL_REQUIRE(rc == 0, CL_E_SETUP, "queue %u of %u: %s", i + 1, MANY_PER_CLIENT,
+			   strerror(-rc));
+	}
+	cl_signal(ready, "queues open");
+	cl_await(go, 30000, "go");
+	last = qs[MANY_PER_CLIENT - 1];
+	sbuf = sl_alloc(last, MANY_LEN);
+	rbuf = sl_alloc(last, MANY_LEN);
+	CL_REQUIRE(sbuf && rbuf, CL_E_SETUP, "sl_alloc");
+	memset(sbuf, 0x5a, MANY_LEN);
+	memset(rbuf, 0, MANY_LEN);
+	CL_REQUIRE(sl_recv(last, SL_ANY_SOURCE, 7, ~0ull, rbuf, MANY_LEN, CTX_RECV) == 0,
+		   CL_E_POST, "sl_recv");
+	CL_REQUIRE(sl_send(last, sl_queue_addr(last), 7, sbuf, MANY_LEN, CTX_SEND) == 0,
+		   CL_E_POST, "sl_send");
+	while (done < 2) {
+		rc = h_wait_cqe(last, &cqe, CL_STALL_MS);
+		CL_REQUIRE(rc == 1, CL_E_TIMEOUT, "%u of 2 completions, then %d", done, rc);
+		CL_REQUIRE(cqe.status == SL_OK && cqe.len == MANY_LEN, CL_E_STATUS,
+			   "ctx %llx: %s, len %llu", (unsigned long long)cqe.user_ctx,
+			   sl_strerror(cqe.status), (unsigned long long)cqe.len);
+		done++;
+	}
+	CL_REQUIRE(all_bytes(rbuf, MANY_LEN, 0x5a), CL_E_DATA, "payload differs");
+	sl_close(ctx);
+	_exit(CL_OK);
+}
+
+START_TEST(thousand_queues_low_soft_limit)
+{
+	struct rlimit low = { .rlim_cur = 64, .rlim_max = 4096 };
+	const char *names[MANY_CLIENTS] = { "c0", "c1", "c2", "c3" };
+	pid_t pids[MANY_CLIENTS];
+	int ready[2], go[2], fds0, fds1, maps0, maps1;
+	struct h_daemon d;
+	int64_t t0, opened_ms;
+	unsigned i;
+	uint8_t b;
+
+	/* Inherited by the daemon and the clients (each test runs in a
+	 * process of its own). */
+	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	h_daemon_start_conf(&d, "many", 0, NULL, 0,
+			    "[limits]\narena_bytes = 1M\nuid_max_queues = 1024\n");
+	H_EQ(tu_log_lines(&d, "file descriptors: limit 4096 (was 64); max_queues 1024 needs "
+			   "about 3104"), 1);
+	h_daemon_settle(&d, &fds0, &maps0);
+	H_EQ(pipe(ready), 0);
+	H_EQ(pipe(go), 0);
+	t0 = h_now_ms();
+	for (i = 0; i < MANY_CLIENTS; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			cl_name = names[i];
+			close(ready[0]);
+			close(go[1]);
+			many_queues_client(&d, ready[1], go[0]);
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (i = 0; i < MANY_CLIENTS; i++)
+		if (h_read_byte(ready[0], &b, 30000) != 1)
+			fail_clients(pids, names, MANY_CLIENTS, "a client did not open its queues");
+	opened_ms = h_now_ms() - t0;
+	/* Every queue open at once: 2 descriptors each, 1 per client. */
+	h_daemon_settle(&d, &fds1, &maps1);
+	fprintf(stderr, "thousand_queues: %d queues open after %lld ms; daemon holds %d "
+		"descriptors (%d before), %d segments mapped\n", MANY_QUEUES,
+		(long long)opened_ms, fds1, fds0, maps1);
+	H_EQ(fds1 - fds0, 2 * MANY_QUEUES + MANY_CLIENTS);
+	H_EQ(maps1 - maps0, MANY_QUEUES);
+	for (i = 0; i < MANY_CLIENTS; i++)
+		H_EQ(h_write_byte(go[1], 1), 0);
+	expect_clients_ok(pids, names, MANY_CLIENTS, 60000);
+	close(ready[0]);
+	close(go[1]);
+	h_daemon_stop(&d);
 }
 END_TEST
 
@@ -1012,6 +1146,7 @@ int main(void)
 
 	tcase_add_test(tc, fd_exhaustion_refuses_at_once);
 	tcase_add_test(tc, fd_limit_raised_and_logged);
+	tcase_add_test(tc, thousand_queues_low_soft_limit);
 	tcase_add_test(tc, sl_open_times_out);
 	tc = h_tcase(s, "admin", 120);
 	tcase_add_test(tc, admin_abuse_operator_answered);
