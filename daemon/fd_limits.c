@@ -3,12 +3,17 @@
  */
 #include "autoconfig.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <sys/resource.h>
 
 #include "config.h"
 #include "fd_limits.h"
 #include "log.h"
+#include "rate_log.h"
+
+/* Queues refused for descriptors: one line per episode. */
+static struct rate_log refusal_log;
 
 uint64_t fd_limits_need(const struct config *c)
 {
@@ -100,4 +105,28 @@ int fd_limits_check(const struct config *c, char *warn, size_t cap)
 		 "%llu (" BREAKDOWN_FMT "); " FIX_FMT, (unsigned long long)hard, c->max_queues,
 		 (unsigned long long)need, BREAKDOWN_ARGS, FIX_ARGS(c, hard));
 	return 1;
+}
+
+void fd_limits_queue_refused(const struct config *c, pid_t pid, int err, unsigned queues,
+			     unsigned clients)
+{
+	struct rlimit rl = { 0, 0 };
+	uint64_t n;
+
+	if (!rate_log_due(&refusal_log, FD_LIMITS_LOG_S, &n))
+		return;
+	if (err == ENFILE) {
+		log_warn("queue refused (client pid %d): the system's file table is full "
+			 "(fs.file-max), %u queues open for %u client%s (%llu refusals since "
+			 "the last such line)", (int)pid, queues, clients, clients == 1 ? "" : "s",
+			 (unsigned long long)n);
+		return;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 0;
+	log_warn("queue refused (client pid %d): out of file descriptors: limit %llu, %u queues "
+		 "open (max_queues %u) for %u client%s; " FIX_FMT " (%llu refusals since the "
+		 "last such line)", (int)pid, (unsigned long long)rl.rlim_cur, queues,
+		 c->max_queues, clients, clients == 1 ? "" : "s", FIX_ARGS(c, rl.rlim_cur),
+		 (unsigned long long)n);
 }

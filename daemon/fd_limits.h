@@ -1,7 +1,7 @@
 /*
  * fd_limits.h - the daemon's descriptor budget under RLIMIT_NOFILE: what
  * the configuration needs, the soft limit raised to meet it at start, and
- * --check-config's warning.
+ * what is said when a queue is refused for want of descriptors.
  *
  * The budget:
  * - per queue (max_queues), FD_PER_QUEUE: its two doorbell eventfds (the
@@ -13,16 +13,17 @@
  * - FD_LIMITS_OWN for the daemon itself.
  * Connections from strangers waiting for their handshake are not counted.
  *
- * Past the limit the daemon keeps running: a queue open fails, a new
- * client is refused with a reason (fd_reserve.h).  Refusing to start
- * would stop a node whose clients open far fewer queues than max_queues
- * allows.
+ * Past the limit the daemon keeps running: a queue open fails (the
+ * client gets -ENFILE, the log says so once per episode), a new client is
+ * refused with a reason (fd_reserve.h).  Refusing to start would stop a
+ * node whose clients open far fewer queues than max_queues allows.
  */
 #ifndef SLD_FD_LIMITS_H
 #define SLD_FD_LIMITS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct config;
 
@@ -34,6 +35,9 @@ struct config;
  * files opened for a moment (the statistics file, /proc, key files), and
  * the verbs device's channels. */
 #define FD_LIMITS_OWN 32u
+
+/* Seconds between two log lines about queues refused for descriptors. */
+#define FD_LIMITS_LOG_S 10.0
 
 /* The descriptors @c needs: FD_PER_QUEUE x max_queues + FD_PER_PEER x
  * peers + FD_LIMITS_OWN. */
@@ -55,5 +59,15 @@ uint64_t fd_limits_raise(const struct config *c);
  * either way: a start only warns.
  */
 int fd_limits_check(const struct config *c, char *warn, size_t cap);
+
+/*
+ * fd_limits_queue_refused - a queue for client @pid could not be made:
+ * @err is EMFILE (the daemon's RLIMIT_NOFILE) or ENFILE (the system's
+ * file table).  Logs a warning with the limit, @queues open, @clients
+ * connected and the fix, once per episode: at once, then at most every
+ * FD_LIMITS_LOG_S with the number refused since.
+ */
+void fd_limits_queue_refused(const struct config *c, pid_t pid, int err, unsigned queues,
+			     unsigned clients);
 
 #endif

@@ -148,8 +148,10 @@ int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,
 
 	if (depth == 0 || depth > SL_QUEUE_DEPTH_MAX)
 		return -EINVAL;
+	/* Not -EMFILE: that is a descriptor limit (the daemon's, when
+	 * memfd_create or eventfd below fail with it). */
 	if (d->n_queues >= d->cfg.max_queues)
-		return -EMFILE;
+		return -ENOSPC;
 	while (sq_n < depth)
 		sq_n <<= 1;
 	q = calloc(1, sizeof(*q));

@@ -113,7 +113,9 @@ struct queue {
  * rings and arena, sealed against resizing; eventfds; the port binding
  * (as @who's uid).
  * @port: 0 for ephemeral.  @depth: SQ entries, 1..SL_QUEUE_DEPTH_MAX.
- * Returns 0 or -EINVAL, -EADDRINUSE, -EACCES, -EADDRNOTAVAIL, -EMFILE,
+ * Returns 0 or -EINVAL, -EADDRINUSE, -EACCES, -EADDRNOTAVAIL, -ENOSPC
+ * ([limits] max_queues reached, and only then), -EMFILE / -ENFILE (out of
+ * descriptors: the daemon's RLIMIT_NOFILE, the system's file table),
  * -ENOMEM, or another -errno from memfd/mmap/eventfd.
  */
 int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,

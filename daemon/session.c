@@ -20,11 +20,16 @@
 #include "accept_pause.h"
 #include "daemon.h"
 #include "engine.h"
+#include "fd_limits.h"
 #include "fd_reserve.h"
 #include "log.h"
 #include "queue.h"
 #include "peer_groups.h"
+#include "rate_log.h"
 #include "session.h"
+
+/* Seconds between two log lines about queues refused at max_queues. */
+#define MAX_QUEUES_LOG_S 10.0
 
 static int send_reply(struct session *s, const struct sl_ctl_rep *rep,
 		      const int *fds, unsigned nfds)
@@ -61,6 +66,34 @@ void session_queue_owner(struct session *s, struct queue_owner *who)
 {
 	*who = (struct queue_owner){ .session = s, .pid = s->pid, .uid = s->uid,
 				     .in_flight = &s->in_flight, .uq = s->uq };
+}
+
+/*
+ * What the client of @s is told when queue_create() failed with @rc; the
+ * daemon's own limits are logged, once per episode.  Its descriptors
+ * become ENFILE: EMFILE would read as the client's own limit.
+ */
+static int queue_refusal(struct session *s, int rc)
+{
+	static struct rate_log max_queues_log;
+	struct daemon *d = s->d;
+	uint64_t n;
+
+	if (rc == -ENOSPC) {
+		if (rate_log_due(&max_queues_log, MAX_QUEUES_LOG_S, &n))
+			log_warn("queue refused (client pid %d): [limits] max_queues = %u reached "
+				 "(%u queues open); raising it takes a restart, and %u "
+				 "descriptors a queue (sluiced(8)) (%llu refusals since the last "
+				 "such line)",
+				 (int)s->pid, d->cfg.max_queues, d->n_queues, FD_PER_QUEUE,
+				 (unsigned long long)n);
+		return ENOSPC;
+	}
+	if (rc == -EMFILE || rc == -ENFILE) {
+		fd_limits_queue_refused(&d->cfg, s->pid, -rc, d->n_queues, session_count(d));
+		return ENFILE;
+	}
+	return -rc;
 }
 
 static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
@@ -113,7 +146,7 @@ static int handle_queue_open(struct session *s, const struct sl_ctl_req *req,
 	session_queue_owner(s, &who);
 	rc = queue_create(s->d, &who, req->port, req->depth, &q);
 	if (rc) {
-		rep->error = -rc;
+		rep->error = queue_refusal(s, rc);
 		return send_reply(s, rep, NULL, 0);
 	}
 	rep->node = s->d->cfg.node_id;

@@ -250,16 +250,29 @@ uint32_t sl_local_node(const struct sl_ctx *ctx);
  * @q_p:   on success, the new queue.
  *
  * The queue's arena size is set by the daemon ([limits] arena_bytes).
+ * A queue holds two file descriptors of the calling process (its
+ * doorbells; sl_fd() is one) until sl_queue_close(), and needs a third
+ * while it opens: a process with many queues raises its own
+ * RLIMIT_NOFILE (setrlimit(2), ulimit -n) to twice their number and more.
+ *
  * Returns 0, or -EINVAL (port or depth out of range), -EADDRINUSE (port
  * bound), -EACCES (privileged port, or one the daemon's [ports] reserves
  * for another user or group), -EADDRNOTAVAIL (no free ephemeral
- * port), -EMFILE (the daemon's max_queues reached, or this process has no
- * free fds for the queue's three: the daemon's half is then undone),
- * -EDQUOT (this context, or all the contexts of this user together, hold
- * their quota of queues or arena bytes: [limits] client_max_queues,
- * client_max_arena_bytes, uid_max_queues, uid_max_arena_bytes), -ESHUTDOWN (the
- * daemon is stopping: see sluiced(8), SIGTERM), -ENOMEM, -EPROTO
- * (malformed reply), -ECONNRESET (daemon went away).
+ * port).  The limits, each with an error of its own:
+ *   -ENOSPC   the daemon holds its [limits] max_queues queues, of all
+ *             clients together;
+ *   -EDQUOT   this context, or all the contexts of this user together,
+ *             hold their quota of queues or arena bytes: [limits]
+ *             client_max_queues, client_max_arena_bytes, uid_max_queues,
+ *             uid_max_arena_bytes;
+ *   -ENFILE   the daemon is out of file descriptors (its RLIMIT_NOFILE,
+ *             systemd's LimitNOFILE=, or the system's file table); it
+ *             logs the limit and the fix;
+ *   -EMFILE   this process is out of file descriptors (its own
+ *             RLIMIT_NOFILE): the queue's descriptors could not all be
+ *             received; none is kept, and the daemon's half is undone.
+ * Or -ESHUTDOWN (the daemon is stopping: see sluiced(8), SIGTERM),
+ * -ENOMEM, -EPROTO (malformed reply), -ECONNRESET (daemon went away).
  * Thread-safe with respect to other queue opens/closes on @ctx.
  */
 int sl_queue_open(struct sl_ctx *ctx, uint32_t port, uint32_t depth,

@@ -185,7 +185,9 @@ struct sl_ctl_req {
 _Static_assert(sizeof(struct sl_ctl_req) == 40, "ctl req size");
 
 /*
- * Reply.  @error is 0 or a positive errno.  A QUEUE_OPEN reply that
+ * Reply.  @error is 0 or a positive errno, the one sl_queue_open() returns
+ * negated (sluice.h); a daemon out of its own descriptors says ENFILE,
+ * never EMFILE, which the client keeps for its own.  A QUEUE_OPEN reply that
  * succeeds carries three fds with SCM_RIGHTS, in this order: the segment
  * memfd, the SQ doorbell eventfd (client writes to wake the daemon), the CQ
  * doorbell eventfd (daemon writes to wake the client).

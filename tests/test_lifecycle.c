@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 
 #include "harness.h"
+#include "testutil.h"
 #include "sl_shm.h"
 #include "sl_wire.h"
 #include "sluice.h"
@@ -292,8 +293,9 @@ START_TEST(accept_at_fd_limit_backs_off)
 }
 END_TEST
 
-/* [limits] max_queues is filled exactly: the next open gets -EMFILE, and a
- * closed queue's slot is free again. */
+/* [limits] max_queues is filled exactly: the next open gets -ENOSPC (not
+ * -EMFILE, which is the client's own descriptor limit), and a closed
+ * queue's slot is free again.  Both refusals make one log line. */
 START_TEST(max_queues_bound)
 {
 	struct h_daemon a;
@@ -306,10 +308,12 @@ START_TEST(max_queues_bound)
 	H_EQ(sl_open(a.sock, &ctx), 0);
 	for (i = 0; i < 4; i++)
 		H_EQ(sl_queue_open(ctx, 0, 4, &q[i]), 0);
-	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -EMFILE);
+	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -ENOSPC);
 	H_EQ(sl_queue_close(q[2]), 0);
 	H_EQ(sl_queue_open(ctx, 0, 4, &q[2]), 0);
-	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -EMFILE);
+	H_EQ(sl_queue_open(ctx, 0, 4, &extra), -ENOSPC);
+	H_EQ(tu_log_lines(&a, "queue refused"), 1);
+	H_EQ(tu_log_lines(&a, "[limits] max_queues = 4 reached (4 queues open)"), 1);
 	sl_close(ctx);
 	h_daemon_stop(&a);
 }
@@ -690,10 +694,21 @@ START_TEST(anonymous_peers_are_bounded)
 END_TEST
 
 /*
- * A client at its fd limit cannot receive the queue's three fds: the call
- * fails -EMFILE and the daemon's half of the queue is undone (the port was
- * left bound before).
+ * A client at its own fd limit cannot receive the queue's three fds (the
+ * kernel drops what does not fit and says MSG_CTRUNC): with 0, 1 or 2
+ * slots free the call fails -EMFILE, keeps none of the fds that did
+ * arrive (the same slots are free after it), and the daemon's half of the
+ * queue is undone (the port was left bound before).
  */
+static int free_slots(int *filler, int cap)
+{
+	int n = 0, fd;
+
+	while (n < cap && (fd = dup(0)) >= 0)
+		filler[n++] = fd;
+	return n < cap && errno == EMFILE ? n : -1;
+}
+
 START_TEST(queue_open_at_fd_limit)
 {
 	struct h_daemon a;
@@ -706,30 +721,38 @@ START_TEST(queue_open_at_fd_limit)
 		struct rlimit rl, low;
 		struct sl_ctx *ctx;
 		struct sl_queue *q;
-		int filler[64], nfill = 0, fd;
+		int filler[64], nfill, spare[4], nspare, slots, rc;
 
 		if (sl_open(a.sock, &ctx) || getrlimit(RLIMIT_NOFILE, &rl))
 			_exit(10);
-		/* Fill the fd table up to a low limit, then free exactly one
-		 * slot: the reply's three fds cannot all arrive. */
 		low = (struct rlimit){ 64, rl.rlim_max };
 		if (setrlimit(RLIMIT_NOFILE, &low))
 			_exit(11);
-		while (nfill < 64 && (fd = dup(0)) >= 0)
-			filler[nfill++] = fd;
-		if (nfill == 0 || errno != EMFILE)
-			_exit(15);
-		close(filler[--nfill]);
-		{
-			int rc = sl_queue_open(ctx, 3333, 4, &q);
-
+		for (slots = 0; slots < 3; slots++) {
+			/* Fill the fd table up to the low limit, then free
+			 * @slots: the reply's three cannot all arrive. */
+			nfill = free_slots(filler, 64);
+			if (nfill < slots)
+				_exit(15);
+			for (rc = 0; rc < slots; rc++)
+				close(filler[--nfill]);
+			rc = sl_queue_open(ctx, 3333, 4, &q);
 			if (rc != -EMFILE) {
-				fprintf(stderr, "at fd limit: sl_queue_open %d\n", rc);
+				fprintf(stderr, "%d slots free: sl_queue_open %d\n", slots, rc);
 				_exit(12);
 			}
+			/* None of the fds that came was kept. */
+			nspare = free_slots(spare, 4);
+			if (nspare != slots) {
+				fprintf(stderr, "%d slots free: %d free after the failed open\n",
+					slots, nspare);
+				_exit(16);
+			}
+			while (nspare)
+				close(spare[--nspare]);
+			while (nfill)
+				close(filler[--nfill]);
 		}
-		while (nfill)
-			close(filler[--nfill]);
 		if (setrlimit(RLIMIT_NOFILE, &rl))
 			_exit(13);
 		if (sl_queue_open(ctx, 3333, 4, &q) != 0)

@@ -516,7 +516,122 @@ START_TEST(thousand_queues_low_soft_limit)
 	expect_clients_ok(pids, names, MANY_CLIENTS, 60000);
 	close(ready[0]);
 	close(go[1]);
+	H_EQ(tu_log_lines(&d, "queue refused"), 0);
 	h_daemon_stop(&d);
+}
+END_TEST
+
+/*
+ * The daemon's hard limit too low for max_queues: it warns at start, and
+ * the queue opens past its limit fail -ENFILE (the daemon's descriptors;
+ * -EMFILE is the client's own), with one log line for the whole episode
+ * that gives the numbers and the fix.  Before, the client got -EMFILE,
+ * the same as for its own limit or max_queues, and nothing was logged.
+ */
+#define LOW_LIMIT 96
+#define LOW_RETRIES 20
+#define LOW_QUEUES_MAX 256
+
+struct low_result {
+	unsigned opened;
+	int first_err;
+	int retry_err[LOW_RETRIES];
+};
+
+static void low_limit_client(const struct h_daemon *d, struct low_result *r, int ready, int go)
+{
+	static struct sl_queue *qs[LOW_QUEUES_MAX];
+	struct sl_queue *extra;
+	struct sl_ctx *ctx;
+	unsigned i;
+	int rc = 0;
+
+	cl_await(go, 30000, "daemon started");
+	rc = sl_open(d->sock, &ctx);
+	CL_REQUIRE(rc == 0, CL_E_SETUP, "sl_open: %s", strerror(-rc));
+	cl_signal(ready, "connected");
+	cl_await(go, 30000, "descriptors counted");
+	for (i = 0; i < LOW_QUEUES_MAX; i++) {
+		rc = sl_queue_open(ctx, 0, 4, &qs[i]);
+		if (rc)
+			break;
+	}
+	r->opened = i;
+	r->first_err = rc;
+	for (i = 0; i < LOW_RETRIES; i++) {
+		r->retry_err[i] = sl_queue_open(ctx, 0, 4, &extra);
+		if (r->retry_err[i] == 0)
+			(void)sl_queue_close(extra);
+	}
+	/* Everything back before the daemon is stopped: its statistics
+	 * file needs a descriptor. */
+	sl_close(ctx);
+	cl_signal(ready, "refused");
+	_exit(CL_OK);
+}
+
+START_TEST(queue_open_past_daemon_fd_limit)
+{
+	struct rlimit low = { .rlim_cur = LOW_LIMIT, .rlim_max = LOW_LIMIT };
+	struct low_result *r = shared_alloc(sizeof(*r));
+	/* The client reads the daemon's socket path here once it runs. */
+	struct h_daemon *shown = shared_alloc(sizeof(*shown));
+	const char *names[] = { "opener" };
+	struct h_daemon dm, *d = &dm;
+	int ready[2], go[2], fds, maps, expect;
+	char line[512];
+	unsigned i;
+	pid_t pid;
+	uint8_t b;
+
+	/* The client is forked first: it keeps the test's own limit, so the
+	 * daemon's runs out first. */
+	H_EQ(pipe(ready), 0);
+	H_EQ(pipe(go), 0);
+	pid = h_fork();
+	if (pid == 0) {
+		cl_name = names[0];
+		close(ready[0]);
+		close(go[1]);
+		low_limit_client(shown, r, ready[1], go[0]);
+	}
+	close(ready[1]);
+	close(go[0]);
+	H_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	h_daemon_start_conf(d, "lowfd", 0, NULL, 0,
+			    "[limits]\narena_bytes = 1M\nuid_max_queues = 1024\n");
+	H_EQ(tu_log_lines(d, "file descriptors: limit 96 (was 96, hard limit 96), but "
+			  "max_queues 1024 needs about 3104"), 1);
+	*shown = *d;
+	H_EQ(h_write_byte(go[1], 1), 0);
+	if (h_read_byte(ready[0], &b, 30000) != 1)
+		fail_clients(&pid, names, 1, "the client did not connect");
+	/* A queue holds 2 descriptors, and needs a third (its memfd) while
+	 * it is made: the opens that fit are known exactly. */
+	h_daemon_settle(d, &fds, &maps);
+	expect = (LOW_LIMIT - fds - 3) / 2 + 1;
+	H_EQ(h_write_byte(go[1], 1), 0);
+	if (h_read_byte(ready[0], &b, 30000) != 1)
+		fail_clients(&pid, names, 1, "the client did not finish");
+	expect_clients_ok(&pid, names, 1, 30000);
+	fprintf(stderr, "past_fd_limit: %u queues opened (daemon at %d descriptors of %d "
+		"before), then %s\n", r->opened, fds, LOW_LIMIT, strerror(-r->first_err));
+	H_EQ(r->opened, expect);
+	H_EQ(r->first_err, -ENFILE);
+	for (i = 0; i < LOW_RETRIES; i++)
+		H_EQ(r->retry_err[i], -ENFILE);
+	/* One line for the 21 refusals, with the numbers and the fix. */
+	H_EQ(tu_log_lines(d, "queue refused"), 1);
+	snprintf(line, sizeof(line), "out of file descriptors: limit 96, %d queues open "
+		 "(max_queues 1024) for 1 client; raise LimitNOFILE= in sluiced.service (or "
+		 "ulimit -Hn where sluiced is started) to 3104 or more, or lower [limits] "
+		 "max_queues to 21", expect);
+	H_EQ(tu_log_lines(d, line), 1);
+	close(ready[0]);
+	close(go[1]);
+	h_daemon_stop(d);
+	shared_free(shown, sizeof(*shown));
+	shared_free(r, sizeof(*r));
 }
 END_TEST
 
@@ -1147,6 +1262,7 @@ int main(void)
 	tcase_add_test(tc, fd_exhaustion_refuses_at_once);
 	tcase_add_test(tc, fd_limit_raised_and_logged);
 	tcase_add_test(tc, thousand_queues_low_soft_limit);
+	tcase_add_test(tc, queue_open_past_daemon_fd_limit);
 	tcase_add_test(tc, sl_open_times_out);
 	tc = h_tcase(s, "admin", 120);
 	tcase_add_test(tc, admin_abuse_operator_answered);
