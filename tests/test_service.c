@@ -811,8 +811,11 @@ START_TEST(check_and_print_config)
 	snprintf(good, sizeof(good), "%s/good.conf", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.conf", dir);
 	snprintf(printed, sizeof(printed), "%s/printed.conf", dir);
+	/* max_queues 64: the check's descriptor warning (fd_limits.h) would
+	 * join "configuration OK" under a hard RLIMIT_NOFILE below 3,106. */
 	write_text(good, "[daemon]\nnode = n1\nshutdown_drain_ms = 77\n"
-			 "[transport]\nlisten = 127.0.0.1:7400\n[peers]\nn2 = 10.0.0.2:7400\n");
+			 "[transport]\nlisten = 127.0.0.1:7400\n[limits]\nmax_queues = 64\n"
+			 "[peers]\nn2 = 10.0.0.2:7400\n");
 	write_text(bad, "[daemon]\nnode = n1\n\ncolour = blue\n");
 
 	rc = h_run((const char *const[]){ bin, "--check-config", "-c", good, NULL }, out,
