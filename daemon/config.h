@@ -81,10 +81,13 @@ struct config {
 	uint32_t ack_timeout_ms;	/* no ACK progress: break the connection */
 	uint32_t redial_min_ms;		/* reconnect back-off, <= redial_max_ms */
 	uint32_t redial_max_ms;
+	uint32_t idle_link_ms;		/* quiet this long: closed by agreement; 0: links
+					 * dialled at start and kept (link_idle.c) */
 	/* [limits] */
 	uint64_t arena_bytes;	/* bytes per queue */
 	uint32_t max_queues;	/* per daemon */
 	uint32_t link_backlog_max;	/* sends waiting per link */
+	uint32_t max_links;		/* connected at once; LRU idle ones close first */
 	uint32_t client_max_queues;
 	uint64_t client_max_arena_bytes;
 	uint32_t client_max_inflight;

@@ -86,6 +86,9 @@ struct daemon_counters {
 	uint64_t auth_failures_protocol;	/* frames out of order, garbage */
 	uint64_t auth_failures_timeout;		/* no HELLO in XPORT_HELLO_TIMEOUT */
 	uint64_t copies_sliced;		/* local copies too large to do at once */
+	/* Times more links were connected than [limits] max_links with
+	 * none quiet to close (link_idle.c). */
+	uint64_t links_over_max;
 	uint64_t copy_stalls;		/* queues failed: copies made no progress */
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else

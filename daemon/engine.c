@@ -100,9 +100,12 @@ static void submit_recv(struct desc *dsc)
 	r->desc = *dsc;
 	if (!endpoint_post_recv(q, r))
 		return;
+	if (dsc->peer.node == q->d->cfg.node_id || dsc->peer.node == SL_NODE_ANY)
+		return;
+	/* A receive naming a peer wants its link (links on demand). */
+	link_demand(link_find(q->d, dsc->peer.node));
 	/* Nothing here from it, and nothing will come until it is back. */
-	if (dsc->peer.node != q->d->cfg.node_id && dsc->peer.node != SL_NODE_ANY &&
-	    link_node_timed_out(q->d, dsc->peer.node)) {
+	if (link_node_timed_out(q->d, dsc->peer.node)) {
 		match_remove_recv(&q->mq, r);
 		queue_complete(&r->desc, SL_ERR_PEER_DOWN, NULL);
 		free(r);

@@ -54,6 +54,7 @@ const char *link_state_name(enum link_state s)
 	case LINK_CONNECTING: return "connecting";
 	case LINK_HELLO: return "hello";
 	case LINK_UP: return "up";
+	case LINK_IDLE: return "idle";
 	}
 	return "?";
 }
@@ -495,6 +496,7 @@ int link_post_msg(struct link *l, struct link_msg *m, const struct link_msg_ops 
 				.status = SL_OK };
 	TAILQ_INSERT_TAIL(&l->backlog, m, link);
 	l->n_backlog++;
+	link_demand(l);
 	link_kick(l);
 	return 0;
 }
@@ -552,6 +554,7 @@ struct sl_wire_frame *link_queue_ctl(struct link *l, uint8_t type)
 		TAILQ_INSERT_TAIL(&l->backlog, &c->m, link);
 	l->n_backlog++;
 	l->n_ctl++;
+	link_demand(l);
 	link_kick(l);
 	return &c->wf;
 }
@@ -591,6 +594,7 @@ void link_writer_start(struct link *l, struct link_writer *w)
 	w->queued = true;
 	TAILQ_INSERT_TAIL(&l->writes, w, link);
 	l->n_writes++;
+	link_demand(l);
 	link_kick(l);
 }
 
@@ -762,9 +766,13 @@ static void fail_everything(struct link *l, int status, bool tell, bool drop_ctl
 
 /* ---- connection management ---- */
 
-static void link_schedule_redial(struct link *l)
+void link_schedule_redial(struct link *l)
 {
-	if (!l->dialer || l->d->stopping)
+	if (l->d->stopping)
+		return;
+	/* An accepter on demand nudges again while something waits on the
+	 * peer; otherwise the dialer dials it. */
+	if (!l->dialer && !(link_on_demand(l->d) && (l->timed_out || !link_is_quiet(l))))
 		return;
 	ev_timer_stop(l->d->loop, &l->redial_w);
 	ev_timer_set(&l->redial_w, l->redial_delay, 0.0);
@@ -774,7 +782,6 @@ static void link_schedule_redial(struct link *l)
 		l->redial_delay = l->d->cfg.redial_max_ms / 1e3;
 }
 
-static void timeout_arm(struct link *l);
 
 /*
  * The connection broke (or never came up).  Nothing fails here: every
@@ -789,11 +796,13 @@ static void link_went_down(struct link *l, int err)
 {
 	struct link_writer *w;
 
-	snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
-		 l->state == LINK_UP ? "connection lost" : "connecting",
-		 err ? strerror(err < 0 ? -err : err) : "closed");
-	/* Stopping, or the peer said BYE: said elsewhere, not a fault. */
-	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping)
+	if (!l->idle_closing)
+		snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
+			 l->state == LINK_UP ? "connection lost" : "connecting",
+			 err ? strerror(err < 0 ? -err : err) : "closed");
+	/* Stopping, the peer said BYE, or both agreed to close: said
+	 * elsewhere, not a fault. */
+	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping && !l->idle_closing)
 		peer_warn(l, "link %s: down: %s (%u frames unacknowledged, %u queued)",
 			  l->peer->name, strerror(err < 0 ? -err : err), l->n_unacked,
 			  l->n_backlog);
@@ -823,6 +832,8 @@ static void link_went_down(struct link *l, int err)
 	l_up(l)->went_down(l);
 	if (l->d->stopping)
 		return;
+	if (link_idle_went_down(l))
+		return;
 	if (l->bye_rx) {
 		/* It stopped on purpose: no point waiting for it. */
 		l->bye_rx = false;
@@ -830,7 +841,7 @@ static void link_went_down(struct link *l, int err)
 		if (!l->timed_out)
 			link_timed_out(l, true);
 	} else {
-		timeout_arm(l);
+		link_timeout_arm(l);
 	}
 	link_schedule_redial(l);
 }
@@ -861,7 +872,7 @@ void link_dial(struct link *l)
 		link_dial_failed(l, rc);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
-		timeout_arm(l);
+		link_timeout_arm(l);
 		link_schedule_redial(l);
 		return;
 	}
@@ -894,8 +905,15 @@ static void redial_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (l->state == LINK_DOWN)
+	if (l->state != LINK_DOWN)
+		return;
+	if (l->dialer) {
 		link_dial(l);
+	} else {
+		if (!l->nudge)
+			link_nudge(l);
+		link_schedule_redial(l);
+	}
 }
 
 unsigned link_count_up(const struct daemon *d)
@@ -961,7 +979,7 @@ static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Counted from the moment the link was last up (or the daemon started). */
-static void timeout_arm(struct link *l)
+void link_timeout_arm(struct link *l)
 {
 	ev_tstamp left;
 
@@ -1113,7 +1131,8 @@ static void link_up(struct link *l)
 	l->ctr.connects++;
 	ev_timer_stop(l->d->loop, &l->timeout_w);
 	ev_timer_stop(l->d->loop, &l->dial_w);
-	l->heard_at = l->rx_at = l->tx_at = ev_now(l->d->loop);
+	l->heard_at = l->rx_at = l->tx_at = l->used_at = ev_now(l->d->loop);
+	l->idle_asked = l->idle_closing = false;
 	link_backoff_window(l, l->rx_at);	/* down time proves nothing */
 	l->alive_due = l->rx_at + LINK_KEEPALIVE;
 	ev_timer_set(&l->alive_w, LINK_KEEPALIVE, LINK_KEEPALIVE);
@@ -1142,7 +1161,7 @@ static void up_connected(struct xport_conn *c, void *ctx, int err)
 		link_dial_failed(l, err);
 		l->conn = NULL;
 		l->state = LINK_DOWN;
-		timeout_arm(l);
+		link_timeout_arm(l);
 		link_schedule_redial(l);
 		return;
 	}
@@ -1179,6 +1198,10 @@ static void up_send_done(struct xport_conn *c, void *ctx, uint64_t wr_id, int st
 	 * (any release re-drives the deferred work; Open MPI issue 92). */
 	if (l->n_backlog || l->n_writes || l->rx_seq != l->ack_sent)
 		link_kick(l);
+	if (wr_id == LINK_WR_IDLE_BYE) {
+		link_idle_sent(l);
+		return;
+	}
 	if (!owner)
 		return;	/* a control frame */
 	if (wr_id & 1) {
@@ -1266,6 +1289,7 @@ static int process_data(struct link *l, const struct sl_wire_frame *wf, const ui
 	int status = wf->type == SL_WIRE_EAGER ? l_up(l)->eager(l, wf, payload)
 					       : l_up(l)->rts(l, wf);
 
+	l->used_at = ev_now(l->d->loop);
 	if (status < 0)
 		return status;
 	if (status != SL_OK)
@@ -1416,11 +1440,14 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	case SL_WIRE_BYE:
 		/* The last frame of a stopping peer: what it acks first, then
 		 * the connection goes and, with it, what waits for the peer. */
-		if (wf->u.bye.incarnation != l->peer_incarnation || wf->u.bye.reason)
+		if (wf->u.bye.incarnation != l->peer_incarnation ||
+		    (wf->u.bye.reason && wf->u.bye.reason != SL_WIRE_BYE_IDLE))
 			return -EPROTO;	/* a refusal belongs to a handshake */
 		rc = process_ack(l, wf->ack);
 		if (rc < 0)
 			return rc;
+		if (wf->u.bye.reason == SL_WIRE_BYE_IDLE)
+			return link_idle_heard(l);
 		l->ctr.byes_rx++;
 		l->bye_rx = true;
 		l->d->xp->ops->close(l->conn, -ESHUTDOWN);	/* -> link_went_down() */
@@ -1563,7 +1590,14 @@ int link_setup_all(struct daemon *d, const struct link_handlers *up)
 		ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
 		l->timeout_w.data = l;
 		d->links[d->n_links++] = l;
-		timeout_arm(l);	/* a peer never seen times out too */
+		if (link_on_demand(d)) {
+			/* Dialled by its first frame (link_idle.c). */
+			l->state = LINK_IDLE;
+			log_debug("link %s (%08x) at %s:%u: idle until needed", l->peer->name,
+				  l->node_id, l->peer->host, l->peer->port);
+			continue;
+		}
+		link_timeout_arm(l);	/* a peer never seen times out too */
 		if (l->dialer)
 			link_dial(l);
 		else if (d->xp->ops->short_connections)

@@ -95,7 +95,10 @@ struct daemon;
 struct link;		/* private: link_impl.h, the links' floor only */
 struct link_stats;
 
-enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_HELLO, LINK_UP };
+/* LINK_IDLE: no connection, and none wanted: closed by agreement with
+ * the peer (or never needed yet); its sequence state is kept, and the
+ * first frame queued on it dials again (link_idle.c). */
+enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_HELLO, LINK_UP, LINK_IDLE };
 
 /* Bytes per RDMA write WR of a rendezvous: the grain at which the
  * rendezvous of different clients, and their eager sends, take turns on
@@ -359,6 +362,16 @@ void link_teardown_all(struct daemon *d);
  */
 void link_kick(struct link *l);
 
+/*
+ * link_demand - @l is needed: a frame is queued on it, or a receive names
+ * its peer.  An idle link (links on demand, link_idle.c) dials, or, on
+ * the accepting side, asks its peer to dial, and the peer timeout starts;
+ * past [limits] max_links the least recently used quiet link is asked to
+ * close.  Otherwise only marks it used.  The link calls it itself for
+ * frames; the engine for receives naming a node.
+ */
+void link_demand(struct link *l);
+
 /* Hand queued frames of the ready links to the transport and write them
  * (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep).
@@ -418,6 +431,10 @@ struct link_counters {
 	uint64_t illegal_moves;		/* frame moves refused: a bug */
 	uint64_t silences;		/* connections broken: nothing heard */
 	uint64_t byes_rx;		/* BYEs heard: the peer stopped */
+	/* Links on demand (link_idle.c): connections closed by agreement
+	 * after idle_link_ms (or for max_links), idle links woken by a
+	 * first frame, and asks to close refused because work came. */
+	uint64_t idle_closes, idle_wakes, idle_refused;
 	/* Messages moved, and their payload bytes: sends the peer took
 	 * (completed SL_OK), messages from the peer delivered here (eager
 	 * accepted by a queue, rendezvous written in place). */

@@ -85,7 +85,11 @@ void link_nudge_heard(struct link *l, struct xport_conn *c)
 	d->xp->ops->close(c, -ECONNABORTED);
 	if (d->stopping)
 		return;
-	if (l->state == LINK_DOWN) {
+	if (l->state == LINK_IDLE) {
+		/* On demand: the peer has something for us. */
+		l->ctr.idle_wakes++;
+		link_dial(l);
+	} else if (l->state == LINK_DOWN) {
 		log_info("link %s: the peer says it started: dialing now", l->peer->name);
 		ev_timer_stop(d->loop, &l->redial_w);
 		l->redial_delay = d->cfg.redial_min_ms / 1e3;

@@ -100,6 +100,14 @@ struct link {
 	ev_timer dial_w;		/* a dial that takes too long is redone; an
 					 * accepter's nudge, given up */
 	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
+	/* Links on demand (link_idle.c): the last time it had work (a frame
+	 * queued or received, a receive naming the peer), for idle_link_ms
+	 * and the least recently used; our BYE IDLE is out; both sides
+	 * agreed, so the coming close leaves it idle. */
+	ev_tstamp used_at;
+	ev_tstamp idle_asked_at;
+	bool idle_asked;
+	bool idle_closing;
 	struct link_rndv_counters rc;	/* kept by the rendezvous (rndv.c) */
 };
 
@@ -136,8 +144,30 @@ int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payloa
 		    uint64_t wr_id);
 /* link.c: our HELLO for @l's peer. */
 void link_hello_fill(const struct link *l, struct sl_wire_frame *wf);
-/* link.c: connect to the peer now. */
+/* link.c: connect to the peer now; arm the peer timeout (from
+ * down_since) unless armed or timed out; schedule the next dial, or an
+ * accepter's next nudge while it waits for one. */
 void link_dial(struct link *l);
+void link_timeout_arm(struct link *l);
+void link_schedule_redial(struct link *l);
+
+/* The wr_id of an answering BYE IDLE, whose completion closes the
+ * connection (link_idle_sent); not a pointer, which are aligned. */
+#define LINK_WR_IDLE_BYE 2u
+
+/* link_idle.c (links on demand): are links dialled when needed and
+ * closed when quiet ([transport] idle_link_ms, a transport with short
+ * connections)?  Is nothing under way with @l's peer?  The keepalive
+ * timer's look: quiet for idle_link_ms, ask to close.  A BYE IDLE heard
+ * (0, or -errno to break the connection).  Our answering BYE IDLE left.
+ * The connection went: true when the link is idle now (agreed, or lost
+ * while quiet), and link_went_down does nothing more. */
+bool link_on_demand(const struct daemon *d);
+bool link_is_quiet(const struct link *l);
+void link_idle_check(struct link *l, ev_tstamp now);
+int link_idle_heard(struct link *l);
+void link_idle_sent(struct link *l);
+bool link_idle_went_down(struct link *l);
 
 /* link_liveness.c: a new proving window of the ack back-off from @now;
  * the retransmission timer started (frames wait for an ack) or moved by

@@ -215,6 +215,7 @@ void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	backoff_review(l, now);
+	link_idle_check(l, now);	/* a BYE IDLE counts as the keepalive */
 	if (now - l->tx_at >= LINK_KEEPALIVE &&
 	    l->d->xp->ops->sq_space(l->conn) > 0) {
 		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };

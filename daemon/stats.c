@@ -84,6 +84,7 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, auth_failures_timeout, "auth_failures_timeout"),
 	U64(struct daemon_counters, copies_sliced, "copies_sliced"),
 	U64(struct daemon_counters, copy_stalls, "copy_stalls"),
+	U64(struct daemon_counters, links_over_max, "links_over_max"),
 };
 
 static const struct stat_desc rcache_stats[] = {
@@ -168,6 +169,9 @@ static const struct stat_desc link_stats[] = {
 	U64(struct link_stats, ctr.illegal_moves, "illegal_moves"),
 	U64(struct link_stats, ctr.silences, "silences"),
 	U64(struct link_stats, ctr.byes_rx, "byes_rx"),
+	U64(struct link_stats, ctr.idle_closes, "idle_closes"),
+	U64(struct link_stats, ctr.idle_wakes, "idle_wakes"),
+	U64(struct link_stats, ctr.idle_refused, "idle_refused"),
 	U32(struct link_stats, ack_backoff, "ack_backoff"),
 	U64(struct link_stats, tx_gap_max_ms, "tx_gap_max_ms"),
 	U64(struct link_stats, rx_gap_max_ms, "rx_gap_max_ms"),

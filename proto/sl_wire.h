@@ -284,7 +284,11 @@ enum sl_wire_bye_reason {
 	SL_WIRE_BYE_MODE_NONE = 9,
 	SL_WIRE_BYE_MODE_AUTHENTICATE = 10,
 	SL_WIRE_BYE_MODE_ENCRYPT = 11,
-	SL_WIRE_BYE_REASON_MAX = SL_WIRE_BYE_MODE_ENCRYPT,
+	/* Not a refusal: on an up link with nothing to do, the sender asks to
+	 * close it, or agrees to the peer's asking; the sequence space goes
+	 * on in the next connection (docs/link-lifecycle.md). */
+	SL_WIRE_BYE_IDLE = 12,
+	SL_WIRE_BYE_REASON_MAX = SL_WIRE_BYE_IDLE,
 };
 
 /* The refusal for another [security] mode saying that the sender runs

@@ -215,6 +215,8 @@ void h_remove_dir(const char *dir)
 }
 
 /* Write @text to @path (a fresh file). */
+bool h_links_always;
+
 static void write_conf(const char *path, const char *text)
 {
 	size_t len = strlen(text), off = 0;
@@ -304,6 +306,7 @@ void h_daemon_start_ns(struct h_daemon *d, const char *name, const char *netns,
 	char bin[H_PATH_MAX + 32], listen[H_HOST_MAX + 16];
 	char peer_args[H_MAX_NODES][H_NAME_MAX + H_HOST_MAX + 16];
 	char conf_path[H_PATH_MAX + 16], ip[PATH_MAX];
+	char *always_conf = NULL;
 	char ns_buf[H_NETNS_MAX], host_buf[H_HOST_MAX], name_buf[H_NAME_MAX];
 	const char *argv[20 + 2 * H_MAX_NODES];
 	unsigned argc = 0, i;
@@ -342,10 +345,18 @@ void h_daemon_start_ns(struct h_daemon *d, const char *name, const char *netns,
 		argv[argc++] = d->netns;
 	}
 	argv[argc++] = bin;
+	if (h_links_always) {
+		/* A later [transport] idle_link_ms of @conf still wins. */
+		H_ASSERT(asprintf(&always_conf, "%s%s", H_LINKS_ALWAYS_CONF, conf ? conf : "") > 0,
+			 "asprintf");
+		conf = always_conf;
+	}
 	if (conf) {
 		/* In the runtime dir: h_daemon_stop() removes it with the rest. */
 		snprintf(conf_path, sizeof(conf_path), "%s/sluiced.conf", d->dir);
 		write_conf(conf_path, conf);
+		free(always_conf);
+		always_conf = NULL;
 		argv[argc++] = "-c";
 		argv[argc++] = conf_path;
 	}
@@ -582,9 +593,9 @@ void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsign
 	h_cluster_start_netns(ds, names, n, NULL, NULL, confs);
 }
 
-void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsigned n,
-			   const char *const *netns, const char *const *hosts,
-			   const char *const *confs)
+static void cluster_start(struct h_daemon *ds, const char *const *names, unsigned n,
+			  const char *const *netns, const char *const *hosts,
+			  const char *const *confs, bool wait_links)
 {
 	struct h_daemon peers[H_MAX_NODES];
 	uint16_t ports[H_MAX_NODES];
@@ -610,9 +621,24 @@ void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsign
 				  hosts ? hosts[i] : NULL, ports[i], peers, k,
 				  confs ? confs[i] : NULL);
 	}
+	if (!wait_links)
+		return;
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
 			h_wait_link(&ds[i], &ds[j]);
+}
+
+void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsigned n,
+			   const char *const *netns, const char *const *hosts,
+			   const char *const *confs)
+{
+	cluster_start(ds, names, n, netns, hosts, confs, true);
+}
+
+void h_cluster_start_cold(struct h_daemon *ds, const char *const *names, unsigned n,
+			  const char *const *confs)
+{
+	cluster_start(ds, names, n, NULL, NULL, confs, false);
 }
 
 void h_cluster_stop(struct h_daemon *ds, unsigned n)

@@ -28,6 +28,17 @@
 #define H_NAME_MAX 32
 #define H_PATH_MAX 108		/* sun_path */
 #define H_MAX_NODES 16
+
+/*
+ * Links on demand (daemon/link_idle.c) are the default: a link connects
+ * when first used.  A test of what links do on their own from the start
+ * (diagnostics of a peer's configuration, reconnects after a restart,
+ * nudges) sets h_links_always before it starts daemons: each then reads
+ * H_LINKS_ALWAYS_CONF ahead of its own configuration, so every link is
+ * dialled at start and kept, as with idle_link_ms = 0 in production.
+ */
+extern bool h_links_always;
+#define H_LINKS_ALWAYS_CONF "[transport]\nidle_link_ms = 0\n"
 /* Bounded waits, milliseconds. */
 #define H_START_TIMEOUT_MS 5000
 #define H_STOP_TIMEOUT_MS 5000
@@ -175,6 +186,11 @@ void h_cluster_start_confs(struct h_daemon *ds, const char *const *names, unsign
 void h_cluster_start_netns(struct h_daemon *ds, const char *const *names, unsigned n,
 			   const char *const *netns, const char *const *hosts,
 			   const char *const *confs);
+/* h_cluster_start_confs() without the wait for every link (which sends a
+ * message over each, waking links on demand): the links stay as they
+ * start, idle (links on demand) or dialling. */
+void h_cluster_start_cold(struct h_daemon *ds, const char *const *names, unsigned n,
+			  const char *const *confs);
 void h_cluster_stop(struct h_daemon *ds, unsigned n);
 
 /*

@@ -152,9 +152,9 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
 	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
+	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
-	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
@@ -162,7 +162,7 @@ static const struct bad_case bad_cases[] = {
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
-	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
 	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
@@ -350,7 +350,7 @@ static const struct bad_case bad_cases[] = {
 	  ":4: [transport] redial_min_ms: 5000 is greater than redial_max_ms 2000 (allowed: redial_min_ms <= redial_max_ms)" },
 	{ "an error in the file wins over the redial check",
 	  "[transport]\nredial_min_ms = 5000\nbogus = 1\n", -EINVAL,
-	  ":3: [transport] bogus: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms)" },
+	  ":3: [transport] bogus: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "link_backlog_max 0", "[limits]\nlink_backlog_max = 0\n", -EINVAL,
 	  ":2: [limits] link_backlog_max: 0 is out of range (allowed: 1..1048576)" },
 	{ "link_backlog_max 1048577", "[limits]\nlink_backlog_max = 1048577\n", -EINVAL,
@@ -1403,7 +1403,7 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 41);
+	ck_assert_uint_eq(keys, 43);
 	free(text);
 }
 END_TEST

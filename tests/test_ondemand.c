@@ -1,0 +1,304 @@
+/*
+ * test_ondemand.c - links on demand ([transport] idle_link_ms, [limits]
+ * max_links; daemon/link_idle.c): a link connects when it first carries
+ * something and closes, both sides agreeing, when it has had nothing to
+ * do for idle_link_ms; the next connection goes on with the same sequence
+ * numbers, so nothing fails and the peer does not count as restarted.
+ *   cold_link          two daemons just started: both links idle, no
+ *                      connection; a message from the accepting side (it
+ *                      asks the dialer to dial) and one from the dialing
+ *                      side each arrive once, byte-exact, over one
+ *                      connection
+ *   idle_close_resumes after idle_link_ms both sides are idle again (one
+ *                      close each, agreed), and 200 round trips after it
+ *                      all complete SL_OK over a second connection: no
+ *                      peer restart, no retransmission, nothing failed
+ *   busy_stays_up      a ping-pong three idle periods long keeps its one
+ *                      connection: no close is asked while frames move
+ *   max_links_lru      max_links = 1 on A: A talks to B, then to C; B's
+ *                      link, the least recently used and quiet, closes,
+ *                      and talking to B again works
+ *   peer_absent        a send to a configured peer that is not running
+ *                      dials it and completes SL_ERR_PEER_DOWN once, after
+ *                      peer_timeout_ms
+ * Waits are bounded by the lack of progress (a state that does not come),
+ * never by the total time, so a loaded machine only makes them slower.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "sluice.h"
+#include "testutil.h"
+
+#define IDLE_MS 400
+/* A state that should come within a few idle periods; generous so that a
+ * loaded machine (CI under ASan) does not miss it. */
+#define STATE_WAIT_MS 20000
+#define PORT_RX 4001
+#define PORT_TX 4002
+
+static const char conf_ondemand[] =
+	"[transport]\nidle_link_ms = 400\npeer_timeout_ms = 3000\n";
+
+/* The link of @d to @peer in state @want within STATE_WAIT_MS. */
+static void wait_link_state(const struct h_daemon *d, const char *peer, const char *want)
+{
+	int64_t t0 = h_now_ms();
+	char key[96], buf[32];
+
+	snprintf(key, sizeof(key), "link.%s.state", peer);
+	for (;;) {
+		h_daemon_stat_str(d, key, buf, sizeof(buf));
+		if (strcmp(buf, want) == 0)
+			return;
+		H_ASSERT(h_now_ms() - t0 < STATE_WAIT_MS, "%s: link to %s is %s after %d ms, "
+			 "not %s", d->name, peer, buf, STATE_WAIT_MS, want);
+		h_sleep_ms(20);
+	}
+}
+
+static uint64_t link_stat(const struct h_daemon *d, const char *peer, const char *what)
+{
+	char key[96];
+
+	snprintf(key, sizeof(key), "link.%s.%s", peer, what);
+	return h_daemon_stat(d, key);
+}
+
+struct end {
+	struct sl_ctx *ctx;
+	struct sl_queue *q;
+	uint8_t *buf;
+};
+
+static void end_open(struct end *e, const struct h_daemon *d, uint32_t port)
+{
+	H_EQ(sl_open(d->sock, &e->ctx), 0);
+	H_EQ(sl_queue_open(e->ctx, port, 64, &e->q), 0);
+	e->buf = sl_alloc(e->q, 4096);
+	H_ASSERT(e->buf, "sl_alloc");
+}
+
+static void end_close(struct end *e)
+{
+	sl_queue_close(e->q);
+	sl_close(e->ctx);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* One message of @len bytes @from -> @to (a receive posted first); both
+ * complete SL_OK, the bytes arrive; returns the microseconds from the
+ * send to its completion (the receiver's daemon acknowledged it). */
+static int64_t one_message(struct end *from, struct end *to, uint32_t len, uint8_t seed)
+{
+	struct sl_cqe cqe;
+	int64_t t0, us;
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		from->buf[i] = (uint8_t)(seed + i);
+	memset(to->buf, 0, len);
+	H_EQ(sl_recv(to->q, sl_queue_addr(from->q), seed, 0, to->buf, len, 2), 0);
+	t0 = now_us();
+	H_EQ(sl_send(from->q, sl_queue_addr(to->q), seed, from->buf, len, 1), 0);
+	H_EQ(h_wait_cqe(from->q, &cqe, 30000), 1);
+	us = now_us() - t0;
+	H_ASSERT(cqe.status == SL_OK && cqe.user_ctx == 1, "send: %s",
+		 sl_strerror(cqe.status));
+	H_EQ(h_wait_cqe(to->q, &cqe, 30000), 1);
+	H_ASSERT(cqe.status == SL_OK && cqe.user_ctx == 2 && cqe.len == len, "receive: %s, %llu B",
+		 sl_strerror(cqe.status), (unsigned long long)cqe.len);
+	for (i = 0; i < len; i++)
+		H_ASSERT(to->buf[i] == (uint8_t)(seed + i), "byte %u", i);
+	return us;
+}
+
+/* The daemon of @nodes that dials the other (the lower node id). */
+static unsigned dialer_of(const struct h_daemon *nodes)
+{
+	return nodes[0].node < nodes[1].node ? 0 : 1;
+}
+
+START_TEST(cold_link)
+{
+	static const char *const names[] = { "a", "b" };
+	struct h_daemon nodes[2];
+	struct end e[2];
+	const char *const confs[] = { conf_ondemand, conf_ondemand };
+	unsigned dl, ac;
+	int64_t us;
+
+	h_cluster_start_cold(nodes, names, 2, confs);
+	dl = dialer_of(nodes);
+	ac = 1 - dl;
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 0);
+	H_EQ(link_stat(&nodes[1], "a", "connects"), 0);
+	wait_link_state(&nodes[0], "b", "idle");
+	wait_link_state(&nodes[1], "a", "idle");
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	us = one_message(&e[ac], &e[dl], 8, 11);
+	printf("cold_link: a first message from the accepter %s, over a cold link (nudge, "
+	       "dial, handshake), completed in %" PRId64 " us\n", nodes[ac].name, us);
+	us = one_message(&e[dl], &e[ac], 8, 12);
+	printf("cold_link: then one from the dialer %s in %" PRId64 " us\n", nodes[dl].name, us);
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
+	H_EQ(link_stat(&nodes[1], "a", "connects"), 1);
+	H_EQ(link_stat(&nodes[dl], names[ac], "nudges_rx"), 1);
+	end_close(&e[0]);
+	end_close(&e[1]);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+START_TEST(idle_close_resumes)
+{
+	static const char *const names[] = { "a", "b" };
+	struct h_daemon nodes[2];
+	struct end e[2];
+	unsigned i;
+
+	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	one_message(&e[0], &e[1], 64, 1);
+	wait_link_state(&nodes[0], "b", "idle");
+	wait_link_state(&nodes[1], "a", "idle");
+	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 1);
+	H_EQ(link_stat(&nodes[1], "a", "idle_closes"), 1);
+	for (i = 0; i < 200; i++)
+		one_message(&e[i % 2], &e[1 - i % 2], 8 + i, (uint8_t)i);
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 2);
+	H_EQ(link_stat(&nodes[1], "a", "connects"), 2);
+	H_EQ(link_stat(&nodes[0], "b", "peer_restarts"), 0);
+	H_EQ(link_stat(&nodes[1], "a", "peer_restarts"), 0);
+	H_EQ(link_stat(&nodes[0], "b", "retransmits"), 0);
+	H_EQ(link_stat(&nodes[1], "a", "retransmits"), 0);
+	printf("idle_close_resumes: one agreed close each, then 200 round trips over the "
+	       "second connection, no restart, no retransmission\n");
+	wait_link_state(&nodes[0], "b", "idle");
+	end_close(&e[0]);
+	end_close(&e[1]);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+START_TEST(busy_stays_up)
+{
+	static const char *const names[] = { "a", "b" };
+	struct h_daemon nodes[2];
+	struct end e[2];
+	int64_t t0;
+	unsigned n = 0;
+
+	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	t0 = h_now_ms();
+	while (h_now_ms() - t0 < 3 * IDLE_MS) {
+		one_message(&e[n % 2], &e[1 - n % 2], 16, (uint8_t)n);
+		n++;
+		h_sleep_ms(10);	/* well under idle_link_ms between frames */
+	}
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
+	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 0);
+	H_EQ(link_stat(&nodes[1], "a", "idle_closes"), 0);
+	printf("busy_stays_up: %u messages over %d ms on one connection\n", n, 3 * IDLE_MS);
+	end_close(&e[0]);
+	end_close(&e[1]);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
+START_TEST(max_links_lru)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	static const char conf_a[] =
+		"[transport]\nidle_link_ms = 60000\n[limits]\nmax_links = 1\n";
+	static const char conf_bc[] = "[transport]\nidle_link_ms = 60000\n";
+	const char *const confs[] = { conf_a, conf_bc, conf_bc };
+	struct h_daemon nodes[3];
+	struct end e[3];
+	unsigned i;
+
+	h_cluster_start_cold(nodes, names, 3, confs);
+	for (i = 0; i < 3; i++)
+		end_open(&e[i], &nodes[i], PORT_RX);
+	one_message(&e[0], &e[1], 8, 1);
+	wait_link_state(&nodes[0], "b", "up");
+	one_message(&e[0], &e[2], 8, 2);
+	/* Long before idle_link_ms: closed for the cap. */
+	wait_link_state(&nodes[0], "b", "idle");
+	wait_link_state(&nodes[1], "a", "idle");
+	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 1);
+	one_message(&e[1], &e[0], 8, 3);
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 2);
+	H_EQ(h_daemon_stat(&nodes[0], "daemon.links_over_max"), 0);
+	printf("max_links_lru: b's link closed for c's, and came back for b\n");
+	for (i = 0; i < 3; i++)
+		end_close(&e[i]);
+	h_cluster_stop(nodes, 3);
+}
+END_TEST
+
+START_TEST(peer_absent)
+{
+	static const char *const names[] = { "a", "b" };
+	struct h_daemon nodes[2];
+	struct end e;
+	struct sl_cqe cqe;
+	const char *const confs[] = { conf_ondemand, conf_ondemand };
+	int64_t t0, ms;
+
+	h_cluster_start_cold(nodes, names, 2, confs);
+	h_daemon_stop(&nodes[1]);
+	end_open(&e, &nodes[0], PORT_TX);
+	t0 = h_now_ms();
+	H_EQ(sl_send(e.q, (sl_addr_t){ nodes[1].node, PORT_RX }, 1, e.buf, 8, 7), 0);
+	H_EQ(h_wait_cqe(e.q, &cqe, 60000), 1);
+	ms = h_now_ms() - t0;
+	H_ASSERT(cqe.status == SL_ERR_PEER_DOWN && cqe.user_ctx == 7, "send: %s",
+		 sl_strerror(cqe.status));
+	H_ASSERT(ms >= 2900, "failed after %" PRId64 " ms, before peer_timeout_ms 3000", ms);
+	H_EQ(h_wait_cqe(e.q, &cqe, 200), 0);	/* once */
+	printf("peer_absent: the send failed SL_ERR_PEER_DOWN once, %" PRId64 " ms after it\n",
+	       ms);
+	end_close(&e);
+	h_daemon_stop(&nodes[0]);
+}
+END_TEST
+
+static Suite *ondemand_suite(void)
+{
+	Suite *s = suite_create("ondemand");
+	TCase *tc = tcase_create("ondemand");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, cold_link);
+	tcase_add_test(tc, idle_close_resumes);
+	tcase_add_test(tc, busy_stays_up);
+	tcase_add_test(tc, max_links_lru);
+	tcase_add_test(tc, peer_absent);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return h_run_suite(ondemand_suite());
+}
