@@ -114,7 +114,10 @@ struct rndv_peer {
 	struct rndv_recv_list rndv_rx;
 	uint64_t next_send_id;
 	uint32_t next_recv_id;
-	struct { uint64_t send_id; int32_t status; } gone[RNDV_GONE_MAX];
+	/* Failed sends remembered for late RTRs: a ring of RNDV_GONE_MAX,
+	 * allocated at the first failure (16 KiB: a link that never fails
+	 * one, as most of a large cluster's never do, costs nothing). */
+	struct rndv_gone { uint64_t send_id; int32_t status; } *gone;
 	uint32_t gone_next;		/* ring index */
 };
 
@@ -153,8 +156,11 @@ void *rndv_link_attach(struct link *l)
 
 void rndv_link_detach(struct link *l, void *upper)
 {
+	struct rndv_peer *rp = upper;
+
 	(void)l;
-	free(upper);
+	free(rp->gone);
+	free(rp);
 }
 
 /* ---- control frames ---- */
@@ -247,10 +253,15 @@ static bool rsend_try_finish(struct rsend *s)
 	if (s->mr)
 		rcache_put(d->rc, s->mr);
 	if (s->send_id && s->status != SL_OK) {
-		/* A late RTR for it (or one sent again) will want to know why. */
-		rp->gone[rp->gone_next].send_id = s->send_id;
-		rp->gone[rp->gone_next].status = s->status;
-		rp->gone_next = (rp->gone_next + 1) % RNDV_GONE_MAX;
+		/* A late RTR for it (or one sent again) will want to know why;
+		 * without the memory for the ring it hears SL_ERR_CANCELED. */
+		if (!rp->gone)
+			rp->gone = calloc(RNDV_GONE_MAX, sizeof(*rp->gone));
+		if (rp->gone) {
+			rp->gone[rp->gone_next].send_id = s->send_id;
+			rp->gone[rp->gone_next].status = s->status;
+			rp->gone_next = (rp->gone_next + 1) % RNDV_GONE_MAX;
+		}
 	}
 	if (s->status == SL_OK)
 		link_count_msg(l, true, s->desc.len);
@@ -496,7 +507,7 @@ static uint32_t gone_status(const struct rndv_peer *rp, uint64_t send_id)
 {
 	uint32_t i;
 
-	for (i = 0; i < RNDV_GONE_MAX; i++)
+	for (i = 0; rp->gone && i < RNDV_GONE_MAX; i++)
 		if (rp->gone[i].send_id == send_id)
 			return (uint32_t)rp->gone[i].status;
 	return SL_ERR_CANCELED;
