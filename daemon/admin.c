@@ -24,7 +24,8 @@
  *            heard_ago_ms (since the last frame from the peer; null
  *            before the first)}]}
  *   memory   {"totals": {rss_bytes, arena_bytes, mapped_bytes,
- *            unexpected_bytes, link_buffer_bytes, retransmit_bytes},
+ *            unexpected_bytes, unexpected_limit_bytes, link_buffer_bytes,
+ *            retransmit_bytes},
  *            "clients": [{pid, queue_count, arena_bytes, mapped_bytes,
  *            unexpected_bytes}], "queues": [{id, pid, arena_bytes,
  *            mapped_bytes, unexpected_bytes}], "links": [{peer,
@@ -190,6 +191,7 @@ static struct json_object *memory_totals(struct daemon *d)
 	jset_u64(o, "arena_bytes", t.arena, &ok);
 	jset_u64(o, "mapped_bytes", t.mapped, &ok);
 	jset_u64(o, "unexpected_bytes", t.unexpected, &ok);
+	jset_u64(o, "unexpected_limit_bytes", t.unexpected_limit, &ok);
 	jset_u64(o, "link_buffer_bytes", t.link_buffers, &ok);
 	jset_u64(o, "retransmit_bytes", t.retransmit, &ok);
 	if (!ok) {

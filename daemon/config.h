@@ -96,6 +96,7 @@ struct config {
 	uint64_t uid_max_arena_bytes;
 	uint32_t uid_max_inflight;
 	uint64_t unexpected_max_bytes;	/* per endpoint, bookkeeping included */
+	uint64_t unexpected_total_bytes;	/* all endpoints together, the same way */
 	/* [rcache] */
 	uint64_t rcache_chunk_bytes;	/* a power of two */
 	uint32_t rcache_max_regions;	/* 0: cache disabled */

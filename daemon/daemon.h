@@ -48,6 +48,7 @@ struct daemon_counters {
 	uint64_t remote_msgs_rx;	/* messages received from links */
 	uint64_t unexpected;		/* messages that arrived before a receive */
 	uint64_t naks_receiver_full;	/* refused: unexpected bound reached */
+	uint64_t naks_daemon_full;	/* of those, by the daemon-wide bound */
 	uint64_t wakeups_tx;		/* eventfd writes to clients */
 	uint64_t sleeps;		/* times the progress engine went idle */
 	uint64_t ring_errors;		/* corrupt ring indices seen */
@@ -133,6 +134,9 @@ struct daemon {
 	 * of the same client or uid wakes them (queue_complete). */
 	TAILQ_HEAD(, queue) quota_waiters;
 	struct queue **ports;		/* SLD_PORTS entries: bound queue or NULL */
+	/* The charges of every endpoint's unexpected messages (match.h's
+	 * shared total), against [limits] unexpected_total_bytes. */
+	uint64_t unexpected_bytes;
 	uint32_t n_queues;
 	uint32_t next_queue_id;
 	uint32_t next_ephemeral;

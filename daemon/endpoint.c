@@ -49,8 +49,9 @@ static void complete_recv(struct queue *q, const struct match_recv *r, sl_addr_t
 	queue_complete(&r->desc, len <= r->desc.len ? SL_OK : SL_ERR_TRUNCATED, &msg);
 }
 
-/* No overflow: the endpoint's charge is at most the bound (64 GiB) and
- * held is at most eager_max. */
+/* No overflow: the endpoint's charge is at most its bound (64 GiB), the
+ * daemon's at most the largest total bound it ran with (1 TiB: a reload
+ * that lowers it leaves more held), and held is at most eager_max. */
 struct match_msg *endpoint_unexpected_new(struct daemon *d, struct queue *dq, sl_addr_t src,
 					  uint32_t sender_uid, uint64_t tag, uint64_t len,
 					  uint64_t held, size_t rndv_bytes, int *status)
@@ -62,8 +63,11 @@ struct match_msg *endpoint_unexpected_new(struct daemon *d, struct queue *dq, sl
 		*status = SL_ERR_PEER_DOWN;
 		return NULL;
 	}
-	if (dq->mq.unexpected_bytes + charge > d->cfg.unexpected_max_bytes) {
+	if (dq->mq.unexpected_bytes + charge > d->cfg.unexpected_max_bytes ||
+	    d->unexpected_bytes + charge > d->cfg.unexpected_total_bytes) {
 		d->ctr.naks_receiver_full++;
+		if (dq->mq.unexpected_bytes + charge <= d->cfg.unexpected_max_bytes)
+			d->ctr.naks_daemon_full++;
 		*status = SL_NAK_RECEIVER_FULL;
 		return NULL;
 	}

@@ -14,7 +14,9 @@
  * (sluiced.conf(5)): an eager message its length plus
  * ENDPOINT_UNEXPECTED_OVERHEAD, a rendezvous one ENDPOINT_RNDV_CHARGE.
  * The endpoint's unexpected_bytes gauge is the sum of these, the very
- * number the bound ([limits] unexpected_max_bytes) is compared with.
+ * number the bound ([limits] unexpected_max_bytes) is compared with; the
+ * daemon's (struct daemon's unexpected_bytes) is the sum over every
+ * endpoint, compared with [limits] unexpected_total_bytes.
  * All calls on the loop thread.
  */
 #ifndef SLD_ENDPOINT_H
@@ -72,7 +74,8 @@ struct queue *endpoint_of(struct daemon *d, uint32_t port);
  * payload is copied before return.
  * Returns SL_OK (delivered or queued unexpected), SL_ERR_NO_ENDPOINT,
  * SL_NAK_RECEIVER_FULL when queueing it unexpected would pass the
- * endpoint's [limits] unexpected_max_bytes, SL_ERR_PEER_DOWN while the
+ * endpoint's [limits] unexpected_max_bytes or the daemon's
+ * unexpected_total_bytes, SL_ERR_PEER_DOWN while the
  * daemon drains, or SL_NAK_BUSY when the daemon is out of memory.
  */
 int endpoint_deliver(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,
@@ -83,7 +86,7 @@ int endpoint_deliver(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint3
  * holding @held bytes of payload (eager) or @rndv_bytes of rendezvous
  * header (@rndv_bytes > 0: m->rndv points at them, m->data is NULL), not
  * linked yet.  NULL with *@status set when its charge would take the
- * endpoint past its bound (SL_NAK_RECEIVER_FULL: refused before
+ * endpoint or the daemon past its bound (SL_NAK_RECEIVER_FULL: refused before
  * allocating, so the sender keeps its buffer and may retry once the
  * receiver has taken some messages), memory is short (SL_NAK_BUSY), or
  * the daemon drains (SL_ERR_PEER_DOWN: no receive could be posted for it

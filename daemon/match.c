@@ -3,13 +3,14 @@
  */
 #include "match.h"
 
-void match_init(struct match_queues *mq)
+void match_init(struct match_queues *mq, uint64_t *total_bytes)
 {
 	TAILQ_INIT(&mq->posted);
 	TAILQ_INIT(&mq->unexpected);
 	mq->n_posted = 0;
 	mq->n_unexpected = 0;
 	mq->unexpected_bytes = 0;
+	mq->total_bytes = total_bytes;
 	mq->next_post_seq = 0;
 }
 
@@ -22,11 +23,26 @@ bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
 	return ((tag ^ r->desc.tag) & r->desc.tag_mask) == 0;
 }
 
+/* @m's charge counts at @mq, and in the total @mq shares, or no more. */
+static void charge_add(struct match_queues *mq, const struct match_msg *m)
+{
+	mq->unexpected_bytes += m->charge;
+	if (mq->total_bytes)
+		*mq->total_bytes += m->charge;
+}
+
+static void charge_remove(struct match_queues *mq, const struct match_msg *m)
+{
+	mq->unexpected_bytes -= m->charge;
+	if (mq->total_bytes)
+		*mq->total_bytes -= m->charge;
+}
+
 void match_remove_unexpected(struct match_queues *mq, struct match_msg *m)
 {
 	TAILQ_REMOVE(&mq->unexpected, m, link);
 	mq->n_unexpected--;
-	mq->unexpected_bytes -= m->charge;
+	charge_remove(mq, m);
 }
 
 static struct match_msg *take_unexpected(struct match_queues *mq, const struct match_recv *r)
@@ -93,7 +109,7 @@ void match_add_unexpected(struct match_queues *mq, struct match_msg *m)
 {
 	TAILQ_INSERT_TAIL(&mq->unexpected, m, link);
 	mq->n_unexpected++;
-	mq->unexpected_bytes += m->charge;
+	charge_add(mq, m);
 }
 
 struct match_recv *match_pop_recv(struct match_queues *mq)
@@ -120,7 +136,7 @@ struct match_msg *match_pop_unexpected(struct match_queues *mq)
 	if (m) {
 		TAILQ_REMOVE(&mq->unexpected, m, link);
 		mq->n_unexpected--;
-		mq->unexpected_bytes -= m->charge;
+		charge_remove(mq, m);
 	}
 	return m;
 }

@@ -56,10 +56,14 @@ struct match_queues {
 	uint32_t n_posted;
 	uint32_t n_unexpected;
 	uint64_t unexpected_bytes;	/* sum of charge over unexpected */
+	uint64_t *total_bytes;		/* the same sum over every endpoint that
+					 * shares it (the daemon's); may be NULL */
 	uint64_t next_post_seq;
 };
 
-void match_init(struct match_queues *mq);
+/* Empty queues; their charges also count in *@total_bytes (NULL: none),
+ * a sum several endpoints may share. */
+void match_init(struct match_queues *mq, uint64_t *total_bytes);
 
 /* Does receive @r accept a message from @src with @tag? */
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag);

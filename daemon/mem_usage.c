@@ -48,10 +48,11 @@ void mem_totals(struct daemon *d, struct mem_totals *t)
 	memset(t, 0, sizeof(*t));
 	if (mem_rss_bytes(&t->rss) < 0)
 		t->rss = 0;
+	t->unexpected = d->unexpected_bytes;
+	t->unexpected_limit = d->cfg.unexpected_total_bytes;
 	TAILQ_FOREACH(q, &d->queues, all) {
 		t->arena += q->arena_size;
 		t->mapped += q->seg_size;
-		t->unexpected += q->mq.unexpected_bytes;
 	}
 	for (i = 0; i < d->n_links; i++) {
 		struct link_stats st;

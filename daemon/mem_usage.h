@@ -22,7 +22,8 @@ struct mem_totals {
 	uint64_t arena;		/* bytes of the arenas of every queue */
 	uint64_t mapped;	/* bytes of the queue segments mapped (header,
 				 * rings and arena): what clients map too */
-	uint64_t unexpected;	/* bytes of unexpected messages held */
+	uint64_t unexpected;	/* bytes of unexpected messages held (charged) */
+	uint64_t unexpected_limit;	/* bytes: [limits] unexpected_total_bytes */
 	uint64_t link_buffers;	/* bytes: xport_tx_bytes + xport_rx_bytes of
 				 * every link (struct link_stats) */
 	uint64_t retransmit;	/* bytes: retransmit_bytes of every link */

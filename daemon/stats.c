@@ -60,6 +60,7 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, remote_msgs_rx, "remote_msgs_rx"),
 	U64(struct daemon_counters, unexpected, "unexpected_total"),
 	U64(struct daemon_counters, naks_receiver_full, "naks_receiver_full"),
+	U64(struct daemon_counters, naks_daemon_full, "naks_daemon_full"),
 	U64(struct daemon_counters, lost_wakeups, "lost_wakeups"),
 	U64(struct daemon_counters, sleeps, "sleeps"),
 	U64(struct daemon_counters, wakeups_tx, "wakeups_tx"),
@@ -253,7 +254,7 @@ static void visit_num(stat_visit_fn fn, void *arg, const char *name, uint64_t nu
 
 void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 {
-	uint64_t unexp = 0, unexp_bytes = 0, posted = 0;
+	uint64_t unexp = 0, posted = 0;
 	struct queue *q;
 
 	visit_table(daemon_ctr_stats, N_ELEMS(daemon_ctr_stats), &d->ctr, fn, arg);
@@ -261,11 +262,12 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "quota_stalls", d->ctr.quota_stalls);
 	TAILQ_FOREACH(q, &d->queues, all) {
 		unexp += q->mq.n_unexpected;
-		unexp_bytes += q->mq.unexpected_bytes;
 		posted += q->mq.n_posted;
 	}
 	visit_num(fn, arg, "unexpected", unexp);
-	visit_num(fn, arg, "unexpected_bytes", unexp_bytes);
+	/* The sum over the queues, kept as they change (match.h). */
+	visit_num(fn, arg, "unexpected_bytes", d->unexpected_bytes);
+	visit_num(fn, arg, "unexpected_limit_bytes", d->cfg.unexpected_total_bytes);
 	visit_num(fn, arg, "posted_recvs", posted);
 	visit_num(fn, arg, "copies", d->n_copies);
 	visit_num(fn, arg, "releases_async", release_async_count(d));

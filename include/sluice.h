@@ -113,7 +113,7 @@ enum sl_status {
 	SL_OK = 0,
 	/* Back-pressure: buffer untouched, the post may be retried. */
 	SL_NAK_BUSY = 1,          /* a daemon or link resource is exhausted */
-	SL_NAK_RECEIVER_FULL = 2, /* receiver's unexpected queue over its bound */
+	SL_NAK_RECEIVER_FULL = 2, /* receiver's unexpected messages over a bound */
 	/* Definite errors. */
 	SL_ERR_NO_ENDPOINT = 16,  /* nothing bound at the destination address */
 	SL_ERR_TRUNCATED = 17,    /* receive buffer too small; len = full length */
@@ -357,7 +357,8 @@ size_t sl_arena_size(const struct sl_queue *q);
  * could not be had within the daemon's limits ([rcache] max_waiters and
  * max_wait_ms, [limits] link_backlog_max), SL_NAK_RECEIVER_FULL when the
  * receiving endpoint holds [limits] unexpected_max_bytes of unexpected
- * messages; the buffer is then untouched and the send may be posted again.
+ * messages, or its daemon unexpected_total_bytes over all its endpoints;
+ * the buffer is then untouched and the send may be posted again.
  * SL_OK is the destination daemon's word: a message it queued as
  * unexpected is lost if that daemon dies or stops, or the endpoint
  * closes, before a receive takes it.

@@ -154,7 +154,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
 	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
-	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
@@ -162,7 +162,7 @@ static const struct bad_case bad_cases[] = {
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
-	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
 	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
@@ -381,6 +381,10 @@ static const struct bad_case bad_cases[] = {
 	  ":2: [limits] unexpected_max_bytes: 'plenty' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
 	{ "unexpected_max_bytes bad suffix", "[limits]\nunexpected_max_bytes = 64MB\n", -EINVAL,
 	  ":2: [limits] unexpected_max_bytes: '64MB' is not a byte count (allowed: digits with an optional K, M or G suffix)" },
+	{ "unexpected_total_bytes one below 64K", "[limits]\nunexpected_total_bytes = 65535\n",
+	  -EINVAL, ":2: [limits] unexpected_total_bytes: 65535 is out of range (allowed: 64K..1024G bytes)" },
+	{ "unexpected_total_bytes 1025G too big", "[limits]\nunexpected_total_bytes = 1025G\n",
+	  -EINVAL, ":2: [limits] unexpected_total_bytes: 1025G is out of range (allowed: 64K..1024G bytes)" },
 	{ "unexpected_max_bytes given twice", "[limits]\nunexpected_max_bytes = 1M\nunexpected_max_bytes = 2M\n", -EINVAL,
 	  ":3: [limits] unexpected_max_bytes: given twice (first on line 2)" },
 
@@ -608,6 +612,7 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.arena_bytes, 64ull << 20);
 	ck_assert_uint_eq(c.max_queues, 1024);
 	ck_assert_uint_eq(c.unexpected_max_bytes, 64ull << 20);
+	ck_assert_uint_eq(c.unexpected_total_bytes, 256ull << 20);
 	ck_assert_uint_eq(c.sq_depth, 1024);
 	ck_assert_uint_eq(c.max_mr, 65536);
 	ck_assert_uint_eq(c.eager_credits, 256);
@@ -1403,7 +1408,7 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 43);
+	ck_assert_uint_eq(keys, 44);
 	free(text);
 }
 END_TEST
@@ -1414,7 +1419,7 @@ struct change {
 };
 
 struct changes {
-	struct change v[16];
+	struct change v[24];
 	unsigned n;
 };
 
@@ -1425,7 +1430,7 @@ static void record_change(const char *section, const char *key, const char *old_
 
 	(void)old_value;
 	(void)new_value;
-	ck_assert_uint_lt(ch->n, 16);
+	ck_assert_uint_lt(ch->n, 24);
 	snprintf(ch->v[ch->n].section, sizeof(ch->v[0].section), "%s", section);
 	snprintf(ch->v[ch->n].key, sizeof(ch->v[0].key), "%s", key);
 	ch->v[ch->n].applied = applied;
@@ -1454,12 +1459,12 @@ START_TEST(reload_merge)
 		"[transport]\nlisten = 127.0.0.1:7400\neager_max = 32K\npeer_timeout_ms = 99\n"
 		"ack_timeout_ms = 98\nredial_min_ms = 1\nredial_max_ms = 97\n"
 		"[limits]\nlink_backlog_max = 96\nunexpected_max_bytes = 1M\n"
-		"client_max_inflight = 95\nmax_queues = 7\n"
+		"unexpected_total_bytes = 2M\nclient_max_inflight = 95\nmax_queues = 7\n"
 		"[peers]\nb = 10.0.0.2:7401\nd = 10.0.0.4:7400\n";
 	static const char *const applied_keys[] = { "log_level", "admin_group",
 		"shutdown_drain_ms", "peer_timeout_ms", "ack_timeout_ms", "redial_min_ms",
 		"redial_max_ms", "link_backlog_max", "unexpected_max_bytes",
-		"client_max_inflight" };
+		"unexpected_total_bytes", "client_max_inflight" };
 	static const char *const restart_keys[] = { "client_group", "eager_max", "max_queues",
 						    "b", "c", "d" };
 	struct config cur, next, before;
@@ -1471,8 +1476,8 @@ START_TEST(reload_merge)
 	ck_assert_msg(load_text(running, &cur, err, sizeof(err)) == 0, "%s", err);
 	before = cur;
 	ck_assert_msg(load_text(file, &next, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 10);
-	ck_assert_uint_eq(ch.n, 16);
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 11);
+	ck_assert_uint_eq(ch.n, 17);
 	for (i = 0; i < sizeof(applied_keys) / sizeof(applied_keys[0]); i++) {
 		x = find_change(&ch, applied_keys[i]);
 		ck_assert_msg(x && x->applied, "%s not applied", applied_keys[i]);
@@ -1492,6 +1497,7 @@ START_TEST(reload_merge)
 	ck_assert_uint_eq(cur.redial_max_ms, 97);
 	ck_assert_uint_eq(cur.link_backlog_max, 96);
 	ck_assert_uint_eq(cur.unexpected_max_bytes, 1024 * 1024);
+	ck_assert_uint_eq(cur.unexpected_total_bytes, 2 * 1024 * 1024);
 	ck_assert_uint_eq(cur.client_max_inflight, 95);
 	/* What needs a restart kept the running value. */
 	ck_assert_str_eq(cur.client_group, before.client_group);

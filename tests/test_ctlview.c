@@ -401,6 +401,8 @@ START_TEST(memory)
 	H_ASSERT(ju64(t, "mapped_bytes") > arena1 + arena2, "mapped %llu",
 		 (unsigned long long)ju64(t, "mapped_bytes"));
 	H_EQ(ju64(t, "unexpected_bytes"), N_UNEXP * (UNEXP_LEN + UNEXP_CHARGE));
+	/* The daemon-wide bound, at its default (sluiced.conf(5)). */
+	H_EQ(ju64(t, "unexpected_limit_bytes"), 256ull << 20);
 	H_ASSERT(ju64(t, "link_buffer_bytes") > 0, "link buffers of an up tcp link");
 	H_EQ(ju64(t, "retransmit_bytes"), 0);
 	/* Per client (both are this process): one with two queues, one with
@@ -429,9 +431,11 @@ START_TEST(memory)
 	rc = ctl(&ds[0], out, OUT_CAP, "status", NULL);
 	H_ASSERT(rc == 0 && strstr(out, "\nmemory ") && strstr(out, "RSS "),
 		 "status: %d: %s", rc, out);
+	H_ASSERT(strstr(out, " of 256.0 MiB, link buffers "), "status: %s", out);
 	rc = ctl(&ds[0], out, OUT_CAP, "memory", NULL);
 	H_ASSERT(rc == 0 && strstr(out, "RSS") && strstr(out, "ARENA_BYTES") &&
-		 strstr(out, "XPORT_TX"), "memory: %d: %s", rc, out);
+		 strstr(out, "XPORT_TX") && strstr(out, "\n  limit        256.0 MiB  (268435456"),
+		 "memory: %d: %s", rc, out);
 
 	/* clients: counts where queue ids were; one client by pid. */
 	cl = ctl_json(&ds[0], "clients", NULL);

@@ -254,7 +254,7 @@ START_TEST(script)
 
 	memset(recvs, 0, sizeof(recvs));
 	memset(msgs, 0, sizeof(msgs));
-	match_init(&mq);
+	match_init(&mq, NULL);
 
 	for (step = 0; step < MAX_OPS && tc->ops[step].kind != OP_END; step++) {
 		const struct op *op = &tc->ops[step];
@@ -395,7 +395,7 @@ START_TEST(init_state)
 
 	/* match_init() must not depend on the memory being zeroed. */
 	memset(&mq, 0xa5, sizeof(mq));
-	match_init(&mq);
+	match_init(&mq, NULL);
 	ck_assert(TAILQ_EMPTY(&mq.posted));
 	ck_assert(TAILQ_EMPTY(&mq.unexpected));
 	ck_assert_uint_eq(mq.n_posted, 0);
@@ -423,7 +423,7 @@ START_TEST(reuse_after_pop)
 	struct match_msg m1, m2;
 	struct match_recv r;
 
-	match_init(&mq);
+	match_init(&mq, NULL);
 	memset(&m1, 0, sizeof(m1));
 	memset(&m2, 0, sizeof(m2));
 	m1.src = (sl_addr_t){ N1, P1 };
@@ -447,6 +447,50 @@ START_TEST(reuse_after_pop)
 }
 END_TEST
 
+/* Endpoints that share a total: every link and unlink of one counts in
+ * it, whichever function does it, and each keeps its own sum too. */
+START_TEST(shared_total)
+{
+	struct match_queues a, b;
+	struct match_msg m1, m2, m3;
+	struct match_recv r;
+	uint64_t total = 0;
+
+	match_init(&a, &total);
+	match_init(&b, &total);
+	memset(&m1, 0, sizeof(m1));
+	memset(&m2, 0, sizeof(m2));
+	memset(&m3, 0, sizeof(m3));
+	m1.src = m2.src = m3.src = (sl_addr_t){ N1, P1 };
+	m1.charge = 100;
+	m2.charge = 20;
+	m3.charge = 3;
+	match_add_unexpected(&a, &m1);
+	match_add_unexpected(&a, &m2);
+	match_add_unexpected(&b, &m3);
+	ck_assert_uint_eq(a.unexpected_bytes, 120);
+	ck_assert_uint_eq(b.unexpected_bytes, 3);
+	ck_assert_uint_eq(total, 123);
+	/* Taken by a receive. */
+	memset(&r, 0, sizeof(r));
+	r.desc.peer = SL_ANY_SOURCE;
+	ck_assert_ptr_eq(match_post_recv(&a, &r), &m1);
+	ck_assert_uint_eq(total, 23);
+	/* Unlinked by hand, and popped at teardown. */
+	match_remove_unexpected(&b, &m3);
+	ck_assert_uint_eq(b.unexpected_bytes, 0);
+	ck_assert_uint_eq(total, 20);
+	ck_assert_ptr_eq(match_pop_unexpected(&a), &m2);
+	ck_assert_uint_eq(a.unexpected_bytes, 0);
+	ck_assert_uint_eq(total, 0);
+	/* Taken by a receive given back (match_repost). */
+	match_add_unexpected(&b, &m3);
+	ck_assert_uint_eq(total, 3);
+	ck_assert_ptr_eq(match_repost(&b, &r), &m3);
+	ck_assert_uint_eq(total, 0);
+}
+END_TEST
+
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *match_suite(void)
@@ -462,6 +506,7 @@ static Suite *match_suite(void)
 	tcase_add_loop_test(tc, accepts, 0, N_OF(accept_cases));
 	tcase_add_test(tc, init_state);
 	tcase_add_test(tc, reuse_after_pop);
+	tcase_add_test(tc, shared_total);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -79,6 +79,7 @@ static const struct om_family families[] = {
 	GB("memory", "mapped_bytes", "memory_mapped_bytes",
 	   "Bytes of the queue segments mapped (header, rings, arena), shared with clients."),
 	SKIP("memory", "unexpected_bytes"),	/* = daemon.unexpected_bytes */
+	SKIP("memory", "unexpected_limit_bytes"),	/* = daemon.unexpected_limit_bytes */
 	GB("memory", "link_buffer_bytes", "memory_link_buffer_bytes",
 	   "Bytes in the transport connections' send and receive buffers, every link."),
 	GB("memory", "retransmit_bytes", "memory_retransmit_bytes",
@@ -98,7 +99,10 @@ static const struct om_family families[] = {
 	C("daemon", "unexpected_total", "daemon_unexpected",
 	  "Messages that arrived before a matching receive was posted."),
 	C("daemon", "naks_receiver_full", "daemon_naks_receiver_full",
-	  "Messages refused because the receiving queue held its bound of unexpected messages."),
+	  "Messages refused because the receiving queue, or the daemon over all queues, held "
+	  "its bound of unexpected messages."),
+	C("daemon", "naks_daemon_full", "daemon_naks_daemon_full",
+	  "Of those, the messages refused by the daemon-wide bound (unexpected_total_bytes)."),
 	C("daemon", "lost_wakeups", "daemon_lost_wakeups",
 	  "Wake-ups some event failed to give the progress engine (0 unless there is a bug)."),
 	C("daemon", "sleeps", "daemon_sleeps", "Times the progress engine went idle."),
@@ -155,6 +159,8 @@ static const struct om_family families[] = {
 	  "Unexpected messages held now, waiting for a receive, over all queues."),
 	GB("daemon", "unexpected_bytes", "daemon_unexpected_bytes",
 	   "Bytes of the unexpected messages held now, over all queues."),
+	GB("daemon", "unexpected_limit_bytes", "daemon_unexpected_limit_bytes",
+	   "The bound on those bytes over all queues (unexpected_total_bytes)."),
 	G("daemon", "posted_recvs", "daemon_posted_recvs",
 	  "Receives posted and waiting for a message now, over all queues."),
 	G("daemon", "copies", "daemon_copies", "Local copies in progress now."),

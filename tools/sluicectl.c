@@ -540,14 +540,19 @@ static void show_status(struct json_object *o)
 		       num(field(o, "loop"), "watchdog_gap_max_ms"));
 	if (field(o, "memory")) {
 		struct json_object *m = field(o, "memory");
-		char rss[32], arena[32], unexp[32], bufs[32];
+		char rss[32], arena[32], unexp[32], limit[32], of[40] = "", bufs[32];
 
 		fmt_bytes(rss, sizeof(rss), num(m, "rss_bytes"));
 		fmt_bytes(arena, sizeof(arena), num(m, "arena_bytes"));
 		fmt_bytes(unexp, sizeof(unexp), num(m, "unexpected_bytes"));
+		/* An older daemon does not report the daemon-wide bound. */
+		if (field(m, "unexpected_limit_bytes")) {
+			fmt_bytes(limit, sizeof(limit), num(m, "unexpected_limit_bytes"));
+			snprintf(of, sizeof(of), " of %s", limit);
+		}
 		fmt_bytes(bufs, sizeof(bufs), num(m, "link_buffer_bytes"));
-		printf("memory       RSS %s, arenas %s, unexpected %s, link buffers %s\n", rss,
-		       arena, unexp, bufs);
+		printf("memory       RSS %s, arenas %s, unexpected %s%s, link buffers %s\n", rss,
+		       arena, unexp, of, bufs);
 	}
 }
 
@@ -723,6 +728,7 @@ static void show_memory(struct json_object *o)
 		{ "arenas", "arena_bytes" },
 		{ "segments", "mapped_bytes" },
 		{ "unexpected", "unexpected_bytes" },
+		{ "  limit", "unexpected_limit_bytes" },
 		{ "link buffers", "link_buffer_bytes" },
 		{ "retransmit", "retransmit_bytes" },
 	};
@@ -732,6 +738,8 @@ static void show_memory(struct json_object *o)
 	size_t i;
 
 	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		if (!field(tot, lines[i].key))
+			continue;	/* an older daemon's reply */
 		fmt_bytes(a, sizeof(a), num(tot, lines[i].key));
 		printf("%-12s  %10s  (%" PRIu64 " bytes)\n", lines[i].label, a,
 		       num(tot, lines[i].key));
