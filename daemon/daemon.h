@@ -20,6 +20,7 @@
 #include "accept_pause.h"
 #include "config.h"
 #include "loop_watch.h"
+#include "mem_return.h"
 #include "uid_quota.h"
 #include "xport/xport.h"
 
@@ -135,8 +136,10 @@ struct daemon {
 	TAILQ_HEAD(, queue) quota_waiters;
 	struct queue **ports;		/* SLD_PORTS entries: bound queue or NULL */
 	/* The charges of every endpoint's unexpected messages (match.h's
-	 * shared total), against [limits] unexpected_total_bytes. */
+	 * shared total), against [limits] unexpected_total_bytes; the
+	 * memory they took goes back to the kernel after a burst. */
 	uint64_t unexpected_bytes;
+	struct mem_return mem_ret;
 	uint32_t n_queues;
 	uint32_t next_queue_id;
 	uint32_t next_ephemeral;

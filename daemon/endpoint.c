@@ -90,6 +90,7 @@ void endpoint_add_unexpected(struct queue *dq, struct match_msg *m)
 {
 	match_add_unexpected(&dq->mq, m);
 	dq->d->ctr.unexpected++;
+	mem_return_grown(&dq->d->mem_ret);
 }
 
 int endpoint_deliver(struct daemon *d, sl_addr_t src, uint32_t sender_uid, uint32_t dst_port,

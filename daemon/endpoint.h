@@ -97,7 +97,8 @@ struct match_msg *endpoint_unexpected_new(struct daemon *d, struct queue *dq, sl
 					  uint32_t sender_uid, uint64_t tag, uint64_t len,
 					  uint64_t held, size_t rndv_bytes, int *status);
 
-/* Link unexpected message @m at @dq and count it. */
+/* Link unexpected message @m at @dq and count it (and its charge, for
+ * the memory returned after a burst: mem_return.h). */
 void endpoint_add_unexpected(struct queue *dq, struct match_msg *m);
 
 /* A message from @src with @tag arrives at @dq: the earliest posted

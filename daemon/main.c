@@ -362,6 +362,7 @@ static void daemon_teardown(struct daemon *d)
 		d->xp = NULL;
 	}
 	release_stop(d);	/* every segment is gone by now */
+	mem_return_stop(&d->mem_ret);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);
 	free(d->ports);
@@ -415,6 +416,7 @@ int main(int argc, char **argv)
 	}
 	d->started = ev_now(d->loop);
 	loop_watch_init(&d->loop_w, d->loop);
+	mem_return_init(&d->mem_ret, d->loop, &d->unexpected_bytes);
 	d->ports = calloc(SLD_PORTS, sizeof(*d->ports));
 	if (!d->ports) {
 		log_err("out of memory");

@@ -268,6 +268,7 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	/* The sum over the queues, kept as they change (match.h). */
 	visit_num(fn, arg, "unexpected_bytes", d->unexpected_bytes);
 	visit_num(fn, arg, "unexpected_limit_bytes", d->cfg.unexpected_total_bytes);
+	visit_num(fn, arg, "mem_trims", d->mem_ret.trims);
 	visit_num(fn, arg, "posted_recvs", posted);
 	visit_num(fn, arg, "copies", d->n_copies);
 	visit_num(fn, arg, "releases_async", release_async_count(d));

@@ -566,6 +566,7 @@ struct daemon *fuzz_daemon(bool sockets)
 		die("ev_loop_new");
 	d->started = ev_now(d->loop);
 	loop_watch_init(&d->loop_w, d->loop);
+	mem_return_init(&d->mem_ret, d->loop, &d->unexpected_bytes);
 	d->ports = calloc(SLD_PORTS, sizeof(*d->ports));
 	if (!d->ports)
 		die("out of memory");

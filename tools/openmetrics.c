@@ -161,6 +161,8 @@ static const struct om_family families[] = {
 	   "Bytes of the unexpected messages held now, over all queues."),
 	GB("daemon", "unexpected_limit_bytes", "daemon_unexpected_limit_bytes",
 	   "The bound on those bytes over all queues (unexpected_total_bytes)."),
+	C("daemon", "mem_trims", "daemon_mem_trims",
+	  "Times freed memory was given back to the kernel after a burst of unexpected messages."),
 	G("daemon", "posted_recvs", "daemon_posted_recvs",
 	  "Receives posted and waiting for a message now, over all queues."),
 	G("daemon", "copies", "daemon_copies", "Local copies in progress now."),
