@@ -409,12 +409,26 @@ void queue_activate(struct queue *q)
 		q->quota_waiting = false;
 	}
 	if (!q->awake) {
+		struct queue *before = TAILQ_LAST(&d->active, queue_active_list);
+
 		/* Clear the flags first: a client that sees them clear stops
 		 * ringing, and the pass will find what it posts. */
 		sl_flags_andnot(q->sq.shm_flags, SL_RING_NEED_WAKEUP | SL_RING_CQ_STALLED);
 		q->awake = true;
 		q->worked_at = ev_now(d->loop);
-		TAILQ_INSERT_TAIL(&d->active, q, active_link);
+		/* Kept in the order the queues were opened, the order in
+		 * which every pass drained them all before there were ready
+		 * lists: queues woken by one poll are drained in that order,
+		 * whatever order libev ran their doorbells in (a client that
+		 * posted a receive on one and then a send to it on a later one
+		 * relied on it).  Searched from the tail: the awake are few,
+		 * and the newest queue goes last. */
+		while (before && before->id > q->id)
+			before = TAILQ_PREV(before, queue_active_list, active_link);
+		if (before)
+			TAILQ_INSERT_AFTER(&d->active, before, q, active_link);
+		else
+			TAILQ_INSERT_HEAD(&d->active, q, active_link);
 	}
 	daemon_wake(d);
 }
