@@ -172,6 +172,10 @@ struct daemon {
 	/* Links with frames, writes, ACKs or rendezvous to finish for the
 	 * passes (link_kick); the others cost a pass nothing. */
 	TAILQ_HEAD(link_ready_list, link) link_ready;
+	/* When the links on demand last looked for one to close for
+	 * [limits] max_links (link_idle.c): an ask a busy peer let lapse is
+	 * made again, to another link if need be. */
+	ev_tstamp link_cap_checked;
 	const struct link_handlers *link_handlers;	/* the engine's (link.h) */
 	const struct endpoint_rndv_hooks *rndv_hooks;	/* rndv.c's (endpoint.h) */
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */

@@ -86,9 +86,9 @@ void link_nudge_heard(struct link *l, struct xport_conn *c)
 	if (d->stopping)
 		return;
 	if (l->state == LINK_IDLE) {
-		/* On demand: the peer has something for us. */
-		l->ctr.idle_wakes++;
-		link_dial(l);
+		/* On demand: the peer has something for us (and the cap on
+		 * connected links holds for its wake-up too). */
+		link_demand(l);
 	} else if (l->state == LINK_DOWN) {
 		log_info("link %s: the peer says it started: dialing now", l->peer->name);
 		ev_timer_stop(d->loop, &l->redial_w);

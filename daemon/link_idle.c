@@ -25,6 +25,10 @@
 #include "link_impl.h"
 #include "log.h"
 
+/* Seconds before a link over [limits] max_links is asked to close again
+ * (its peer was busy), or another is asked instead. */
+#define LINK_CAP_RETRY 1.0
+
 bool link_on_demand(const struct daemon *d)
 {
 	/* The accepter asks for a dial with a nudge, a short connection:
@@ -56,8 +60,9 @@ static size_t links_connected(const struct daemon *d, const struct link **lru)
 			continue;
 		if (l->state != LINK_DOWN)
 			n++;
-		if (l->state == LINK_UP && !l->idle_asked && link_is_quiet(l) &&
-		    (!*lru || l->used_at < (*lru)->used_at))
+		if (l->state == LINK_UP && !l->idle_closing &&
+		    (!l->idle_asked || ev_now(d->loop) - l->idle_asked_at >= LINK_CAP_RETRY) &&
+		    link_is_quiet(l) && (!*lru || l->used_at < (*lru)->used_at))
 			*lru = l;
 	}
 	return n;
@@ -89,6 +94,7 @@ static void enforce_max_links(struct daemon *d)
 	const struct link *lru;
 	size_t n = links_connected(d, &lru);
 
+	d->link_cap_checked = ev_now(d->loop);
 	if (n <= d->cfg.max_links)
 		return;
 	if (!lru) {
@@ -128,6 +134,11 @@ void link_idle_check(struct link *l, ev_tstamp now)
 {
 	ev_tstamp period = l->d->cfg.idle_link_ms / 1e3;
 
+	/* Over the cap still (a peer was busy when asked): look again, once
+	 * a LINK_CAP_RETRY for the daemon. */
+	if (link_on_demand(l->d) && l->d->n_links > l->d->cfg.max_links &&
+	    now - l->d->link_cap_checked >= LINK_CAP_RETRY)
+		enforce_max_links(l->d);
 	/* An ask the peer left unanswered (it was busy) is made again a
 	 * period later. */
 	if (!link_on_demand(l->d) || l->state != LINK_UP || l->idle_closing ||

@@ -18,6 +18,13 @@
  *   max_links_lru      max_links = 1 on A: A talks to B, then to C; B's
  *                      link, the least recently used and quiet, closes,
  *                      and talking to B again works
+ *   ring_exchange      8 daemons, each sending to its two neighbours:
+ *                      each has exactly those 2 links connected, the other
+ *                      5 idle, and every message arrives once
+ *   all_to_all_idle    8 daemons, every one sending to every other, then
+ *                      quiet: after idle_link_ms no link is connected on
+ *                      any of them, and another round over the woken links
+ *                      arrives once too
  *   peer_absent        a send to a configured peer that is not running
  *                      dials it and completes SL_ERR_PEER_DOWN once, after
  *                      peer_timeout_ms
@@ -203,22 +210,32 @@ START_TEST(busy_stays_up)
 	static const char *const names[] = { "a", "b" };
 	struct h_daemon nodes[2];
 	struct end e[2];
-	int64_t t0;
+	int64_t t0, last, gap, gap_max = 0;
 	unsigned n = 0;
+	uint64_t closes;
 
 	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
 	end_open(&e[0], &nodes[0], PORT_RX);
 	end_open(&e[1], &nodes[1], PORT_RX);
-	t0 = h_now_ms();
+	t0 = last = h_now_ms();
 	while (h_now_ms() - t0 < 3 * IDLE_MS) {
 		one_message(&e[n % 2], &e[1 - n % 2], 16, (uint8_t)n);
 		n++;
+		gap = h_now_ms() - last;
+		last = h_now_ms();
+		if (gap > gap_max)
+			gap_max = gap;
 		h_sleep_ms(10);	/* well under idle_link_ms between frames */
 	}
-	H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
-	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 0);
-	H_EQ(link_stat(&nodes[1], "a", "idle_closes"), 0);
-	printf("busy_stays_up: %u messages over %d ms on one connection\n", n, 3 * IDLE_MS);
+	closes = link_stat(&nodes[0], "b", "idle_closes") + link_stat(&nodes[1], "a", "idle_closes");
+	printf("busy_stays_up: %u messages over %d ms, at most %" PRId64 " ms apart; %" PRIu64
+	       " idle closes\n", n, 3 * IDLE_MS, gap_max, closes);
+	/* A loaded machine may leave a gap of idle_link_ms, and then a close
+	 * is right; with every gap shorter, none may come. */
+	if (gap_max < IDLE_MS) {
+		H_EQ(closes, 0);
+		H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
+	}
 	end_close(&e[0]);
 	end_close(&e[1]);
 	h_cluster_stop(nodes, 2);
@@ -253,6 +270,95 @@ START_TEST(max_links_lru)
 	for (i = 0; i < 3; i++)
 		end_close(&e[i]);
 	h_cluster_stop(nodes, 3);
+}
+END_TEST
+
+#define MESH_N 8
+
+static const char *const mesh_names[MESH_N] = { "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7" };
+
+static void mesh_start(struct h_daemon *nodes, struct end *e, const char *conf)
+{
+	const char *confs[MESH_N];
+	unsigned i;
+
+	for (i = 0; i < MESH_N; i++)
+		confs[i] = conf;
+	h_cluster_start_cold(nodes, mesh_names, MESH_N, confs);
+	for (i = 0; i < MESH_N; i++)
+		end_open(&e[i], &nodes[i], PORT_RX);
+}
+
+static void mesh_stop(struct h_daemon *nodes, struct end *e)
+{
+	unsigned i;
+
+	for (i = 0; i < MESH_N; i++)
+		end_close(&e[i]);
+	h_cluster_stop(nodes, MESH_N);
+}
+
+/* Links of @d in state "up", of its MESH_N - 1. */
+static unsigned links_up(const struct h_daemon *d)
+{
+	struct h_stats st;
+	char key[96], buf[32];
+	unsigned j, n = 0;
+
+	h_daemon_stats(d, &st);
+	for (j = 0; j < MESH_N; j++) {
+		if (strcmp(mesh_names[j], d->name) == 0)
+			continue;
+		snprintf(key, sizeof(key), "link.%s.state", mesh_names[j]);
+		n += strcmp(h_stats_str(&st, key, buf, sizeof(buf)), "up") == 0;
+	}
+	return n;
+}
+
+START_TEST(ring_exchange)
+{
+	struct h_daemon nodes[MESH_N];
+	struct end e[MESH_N];
+	unsigned i, round;
+
+	/* Counted while up: no idle close may come first on a slow machine. */
+	mesh_start(nodes, e, "[transport]\nidle_link_ms = 600000\n");
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < MESH_N; i++) {
+			one_message(&e[i], &e[(i + 1) % MESH_N], 32, (uint8_t)(round + i));
+			one_message(&e[i], &e[(i + MESH_N - 1) % MESH_N], 32,
+				    (uint8_t)(round + i + 1));
+		}
+	for (i = 0; i < MESH_N; i++)
+		H_EQ(links_up(&nodes[i]), 2);
+	printf("ring_exchange: %u messages, each daemon with its 2 neighbours' links up "
+	       "and %u idle\n", 3 * 2 * MESH_N, MESH_N - 3);
+	mesh_stop(nodes, e);
+}
+END_TEST
+
+START_TEST(all_to_all_idle)
+{
+	struct h_daemon nodes[MESH_N];
+	struct end e[MESH_N];
+	unsigned i, j, round;
+
+	mesh_start(nodes, e, conf_ondemand);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < MESH_N; i++)
+			for (j = 0; j < MESH_N; j++)
+				if (i != j)
+					one_message(&e[i], &e[j], 16, (uint8_t)(i * MESH_N + j));
+		for (i = 0; i < MESH_N; i++)
+			for (j = 0; j < MESH_N; j++)
+				if (i != j)
+					wait_link_state(&nodes[i], mesh_names[j], "idle");
+		for (i = 0; i < MESH_N; i++)
+			H_EQ(links_up(&nodes[i]), 0);
+	}
+	printf("all_to_all_idle: 2 rounds of %u messages, every link idle after each\n",
+	       MESH_N * (MESH_N - 1));
+	mesh_stop(nodes, e);
 }
 END_TEST
 
@@ -293,6 +399,8 @@ static Suite *ondemand_suite(void)
 	tcase_add_test(tc, idle_close_resumes);
 	tcase_add_test(tc, busy_stays_up);
 	tcase_add_test(tc, max_links_lru);
+	tcase_add_test(tc, ring_exchange);
+	tcase_add_test(tc, all_to_all_idle);
 	tcase_add_test(tc, peer_absent);
 	suite_add_tcase(s, tc);
 	return s;
