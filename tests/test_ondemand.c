@@ -25,6 +25,10 @@
  *                      quiet: after idle_link_ms no link is connected on
  *                      any of them, and another round over the woken links
  *                      arrives once too
+ *   own_addresses      two daemons listening on 127.0.0.2 and 127.0.0.3 of
+ *                      one host: the dialer dials from its own address,
+ *                      which the accepter checks, so the link comes up
+ *                      (it came from 127.0.0.1 and was refused)
  *   peer_absent        a send to a configured peer that is not running
  *                      dials it and completes SL_ERR_PEER_DOWN once, after
  *                      peer_timeout_ms
@@ -362,6 +366,29 @@ START_TEST(all_to_all_idle)
 }
 END_TEST
 
+START_TEST(own_addresses)
+{
+	static const char *const names[] = { "a", "b" };
+	const char *const hosts[] = { "127.0.0.2", "127.0.0.3" };
+	const char *const confs[] = { conf_ondemand, conf_ondemand };
+	struct h_daemon nodes[2];
+	struct end e[2];
+
+	h_cluster_start_netns(nodes, names, 2, NULL, hosts, confs);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	one_message(&e[0], &e[1], 8, 1);
+	one_message(&e[1], &e[0], 8, 2);
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
+	H_EQ(h_daemon_stat(&nodes[0], "daemon.auth_failures_address") +
+	     h_daemon_stat(&nodes[1], "daemon.auth_failures_address"), 0);
+	printf("own_addresses: a link between 127.0.0.2 and 127.0.0.3, one connection\n");
+	end_close(&e[0]);
+	end_close(&e[1]);
+	h_cluster_stop(nodes, 2);
+}
+END_TEST
+
 START_TEST(peer_absent)
 {
 	static const char *const names[] = { "a", "b" };
@@ -401,6 +428,7 @@ static Suite *ondemand_suite(void)
 	tcase_add_test(tc, max_links_lru);
 	tcase_add_test(tc, ring_exchange);
 	tcase_add_test(tc, all_to_all_idle);
+	tcase_add_test(tc, own_addresses);
 	tcase_add_test(tc, peer_absent);
 	suite_add_tcase(s, tc);
 	return s;

@@ -161,6 +161,13 @@ struct tcp_mr {
 struct tcp_xport {
 	struct xport base;
 	int listen_fd;
+	/* The address listened on when it is one address (not a wildcard):
+	 * dials go out from it, port 0, because peers check that a dialer
+	 * comes from the address they list for it (link_auth.c) and the
+	 * kernel would pick another on a host with several (127.0.0.x on
+	 * one machine, a node with two networks). */
+	struct sockaddr_storage dial_src;
+	socklen_t dial_src_len;		/* 0: let the kernel choose */
 	ev_io accept_w;
 	struct accept_pause pause;	/* accept() out of fds: back off */
 	LIST_HEAD(, xport_conn) conns;
@@ -1276,6 +1283,34 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* Dial from @sa (the listening address, port cleared) unless it is a
+ * wildcard address. */
+static void dial_source_set(struct tcp_xport *x, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage ss;
+
+	if (len > sizeof(ss))
+		return;
+	memcpy(&ss, sa, len);
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+			return;
+		in->sin_port = 0;
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			return;
+		in6->sin6_port = 0;
+	} else {
+		return;
+	}
+	x->dial_src = ss;
+	x->dial_src_len = len;
+}
+
 static int tcp_listen(struct xport *xb, const char *host, uint16_t port)
 {
 	struct tcp_xport *x = to_tcp(xb);
@@ -1306,6 +1341,8 @@ static int tcp_listen(struct xport *xb, const char *host, uint16_t port)
 		}
 		break;
 	}
+	if (fd >= 0)
+		dial_source_set(x, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(res);
 	if (fd < 0)
 		return rc;
@@ -1334,6 +1371,11 @@ static int tcp_connect(struct xport *xb, const char *host, uint16_t port, void *
 		goto err_free;
 	}
 	set_sockopts(x, fd);
+	if (x->dial_src_len && x->dial_src.ss_family == res->ai_family &&
+	    bind(fd, (const struct sockaddr *)&x->dial_src, x->dial_src_len) < 0) {
+		rc = -errno;
+		goto err_close;
+	}
 	c = conn_new(x, fd, TCP_CONNECTING);
 	if (!c) {
 		rc = -ENOMEM;
