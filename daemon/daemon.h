@@ -104,6 +104,19 @@ static inline unsigned daemon_status_slot(int32_t status)
 							     : SLD_STATUS_SLOTS - 1;
 }
 
+/* The links by node id (link_table.h, link_index_*): open addressing
+ * with linear probing, at most half full.  Declared here so that
+ * daemon.h needs nothing of the links' headers. */
+struct link_slot {
+	uint32_t node_id;
+	struct link *l;		/* NULL: free */
+};
+struct link_index {
+	struct link_slot *slot;
+	size_t mask;		/* slots - 1, slots a power of two; 0: none yet */
+	size_t used;
+};
+
 struct daemon {
 	struct ev_loop *loop;
 	struct config cfg;
@@ -167,8 +180,12 @@ struct daemon {
 	struct xport *xp;
 	struct rcache *rc;		/* registrations of client arenas */
 	ev_timer rcache_w;		/* waiting registrations' deadlines */
+	/* Every link, in the order they were made, and the same by node
+	 * (link_table.h: changed only by link_table_add/remove). */
 	struct link **links;
 	size_t n_links;
+	size_t links_cap;		/* room in links[] */
+	struct link_index links_by_node;
 	/* Links with frames, writes, ACKs or rendezvous to finish for the
 	 * passes (link_kick); the others cost a pass nothing. */
 	TAILQ_HEAD(link_ready_list, link) link_ready;

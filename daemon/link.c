@@ -800,9 +800,10 @@ static void link_went_down(struct link *l, int err)
 		snprintf(l->last_error, sizeof(l->last_error), "%s: %s",
 			 l->state == LINK_UP ? "connection lost" : "connecting",
 			 err ? strerror(err < 0 ? -err : err) : "closed");
-	/* Stopping, the peer said BYE, or both agreed to close: said
-	 * elsewhere, not a fault. */
-	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping && !l->idle_closing)
+	/* Stopping, the peer said BYE, both agreed to close, or we closed
+	 * it on purpose: said elsewhere, not a fault. */
+	if (l->state == LINK_UP && !l->bye_rx && !l->d->stopping && !l->idle_closing &&
+	    !l->quiet_close)
 		peer_warn(l, "link %s: down: %s (%u frames unacknowledged, %u queued)",
 			  l->peer->name, strerror(err < 0 ? -err : err), l->n_unacked,
 			  l->n_backlog);
@@ -830,7 +831,7 @@ static void link_went_down(struct link *l, int err)
 	while ((w = TAILQ_FIRST(&l->writes)))
 		link_writer_stop(l, w);
 	l_up(l)->went_down(l);
-	if (l->d->stopping)
+	if (l->d->stopping || l->removing)
 		return;
 	if (link_idle_went_down(l))
 		return;
@@ -1539,102 +1540,186 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	link_kick(l);
 }
 
+int link_add(struct daemon *d, const struct peer_conf *pc)
+{
+	const struct link_handlers *up = d->link_handlers;
+	struct link *l;
+	int rc;
+
+	if (link_find(d, pc->node_id))
+		return -EEXIST;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->d = d;
+	l->peer_conf = *pc;
+	l->peer = &l->peer_conf;
+	l->node_id = pc->node_id;
+	l->peer_log = (struct log_limit)LOG_LIMIT_INIT("lines a link's peer caused",
+						       LINK_PEER_LOG_BURST, LINK_PEER_LOG_PER_SEC);
+	l->dialer = d->cfg.node_id < l->node_id;
+	l->state = LINK_DOWN;
+	l->redial_delay = d->cfg.redial_min_ms / 1e3;
+	l->ack_backoff = 1;
+	l->down_since = ev_now(d->loop);
+	l->updown_at = l->down_since;
+	TAILQ_INIT(&l->backlog);
+	TAILQ_INIT(&l->unacked);
+	TAILQ_INIT(&l->writes);
+	rc = link_auth_link_new(l);
+	if (rc < 0) {
+		free(l);
+		return rc;
+	}
+	l->upper = up->attach(l);
+	if (!l->upper) {
+		link_auth_link_free(l);
+		free(l);
+		return -ENOMEM;
+	}
+	rc = link_table_add(d, l);
+	if (rc < 0) {
+		up->detach(l, l->upper);
+		link_auth_link_free(l);
+		free(l);
+		return rc;
+	}
+	ev_timer_init(&l->retry_w, retry_cb, 0.0, 0.0);
+	l->retry_w.data = l;
+	ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
+	l->redial_w.data = l;
+	ev_timer_init(&l->ack_w, link_ack_timeout_cb, 0.0, 0.0);
+	l->ack_w.data = l;
+	ev_timer_init(&l->alive_w, link_alive_cb, 0.0, 0.0);
+	l->alive_w.data = l;
+	ev_timer_init(&l->dial_w, dial_timeout_cb, 0.0, 0.0);
+	l->dial_w.data = l;
+	/* The timers that judge the peer run after the reads of their
+	 * loop iteration (judged_silent). */
+	ev_set_priority(&l->ack_w, EV_MINPRI);
+	ev_set_priority(&l->alive_w, EV_MINPRI);
+	ev_set_priority(&l->dial_w, EV_MINPRI);
+	ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
+	l->timeout_w.data = l;
+	if (link_on_demand(d)) {
+		/* Dialled by its first frame (link_idle.c). */
+		l->state = LINK_IDLE;
+		log_debug("link %s (%08x) at %s:%u: idle until needed", l->peer->name,
+			  l->node_id, l->peer->host, l->peer->port);
+		return 0;
+	}
+	link_timeout_arm(l);	/* a peer never seen times out too */
+	if (l->dialer)
+		link_dial(l);
+	else if (d->xp->ops->short_connections)
+		link_nudge(l);
+	log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id, l->peer->host,
+		 l->peer->port, l->dialer ? "dialing" : "waiting");
+	return 0;
+}
+
 int link_setup_all(struct daemon *d, const struct link_handlers *up)
 {
 	size_t i;
+	int rc;
 
 	d->link_handlers = up;
-	d->links = calloc(d->cfg.n_peers ? d->cfg.n_peers : 1, sizeof(*d->links));
-	if (!d->links)
-		return -ENOMEM;
 	for (i = 0; i < d->cfg.n_peers; i++) {
-		struct link *l = calloc(1, sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		l->d = d;
-		l->peer = &d->cfg.peers[i];
-		l->node_id = l->peer->node_id;
-		l->peer_log = (struct log_limit)LOG_LIMIT_INIT("lines a link's peer caused",
-							       LINK_PEER_LOG_BURST,
-							       LINK_PEER_LOG_PER_SEC);
-		l->dialer = d->cfg.node_id < l->node_id;
-		l->state = LINK_DOWN;
-		l->redial_delay = d->cfg.redial_min_ms / 1e3;
-		l->ack_backoff = 1;
-		l->down_since = ev_now(d->loop);
-		l->updown_at = l->down_since;
-		TAILQ_INIT(&l->backlog);
-		TAILQ_INIT(&l->unacked);
-		TAILQ_INIT(&l->writes);
-		l->upper = up->attach(l);
-		if (!l->upper) {
-			free(l);
-			return -ENOMEM;
-		}
-		ev_timer_init(&l->retry_w, retry_cb, 0.0, 0.0);
-		l->retry_w.data = l;
-		ev_timer_init(&l->redial_w, redial_cb, 0.0, 0.0);
-		l->redial_w.data = l;
-		ev_timer_init(&l->ack_w, link_ack_timeout_cb, 0.0, 0.0);
-		l->ack_w.data = l;
-		ev_timer_init(&l->alive_w, link_alive_cb, 0.0, 0.0);
-		l->alive_w.data = l;
-		ev_timer_init(&l->dial_w, dial_timeout_cb, 0.0, 0.0);
-		l->dial_w.data = l;
-		/* The timers that judge the peer run after the reads of their
-		 * loop iteration (judged_silent). */
-		ev_set_priority(&l->ack_w, EV_MINPRI);
-		ev_set_priority(&l->alive_w, EV_MINPRI);
-		ev_set_priority(&l->dial_w, EV_MINPRI);
-		ev_timer_init(&l->timeout_w, timeout_cb, 0.0, 0.0);
-		l->timeout_w.data = l;
-		d->links[d->n_links++] = l;
-		if (link_on_demand(d)) {
-			/* Dialled by its first frame (link_idle.c). */
-			l->state = LINK_IDLE;
-			log_debug("link %s (%08x) at %s:%u: idle until needed", l->peer->name,
-				  l->node_id, l->peer->host, l->peer->port);
-			continue;
-		}
-		link_timeout_arm(l);	/* a peer never seen times out too */
-		if (l->dialer)
-			link_dial(l);
-		else if (d->xp->ops->short_connections)
-			link_nudge(l);
-		log_info("link %s (%08x) at %s:%u: %s", l->peer->name, l->node_id,
-			 l->peer->host, l->peer->port, l->dialer ? "dialing" : "waiting");
+		rc = link_add(d, &d->cfg.peers[i]);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
 
-void link_teardown_all(struct daemon *d)
+/* Close @l's connections on purpose: each one's closed() comes at once
+ * (xport.h), with every WR of it completed. */
+static void close_quietly(struct link *l)
 {
-	size_t i;
+	const struct xport_ops *ops = l->d->xp->ops;
 
-	link_say_bye_all(d);
-	for (i = 0; i < d->n_links; i++) {
-		struct link *l = d->links[i];
-
-		ev_timer_stop(d->loop, &l->redial_w);
-		ev_timer_stop(d->loop, &l->retry_w);
-		ev_timer_stop(d->loop, &l->ack_w);
-		ev_timer_stop(d->loop, &l->alive_w);
-		ev_timer_stop(d->loop, &l->dial_w);
-		ev_timer_stop(d->loop, &l->timeout_w);
-		if (l->conn)
-			d->xp->ops->close(l->conn, -ECONNABORTED);
-		if (l->nudge)
-			d->xp->ops->close(l->nudge, -ECONNABORTED);
-		/* The close flushed every WR: nothing is posted any more. */
-		fail_everything(l, SL_ERR_CANCELED, false, true);
-		log_debug("link %s: %s at teardown", l->peer->name, link_state_name(l->state));
-		l_up(l)->detach(l, l->upper);
-		link_ready_forget(l);
-		free(l);
-	}
-	free(d->links);
-	d->links = NULL;
-	d->n_links = 0;
+	l->quiet_close = true;
+	if (l->conn)
+		ops->close(l->conn, -ECONNABORTED);
+	if (l->nudge)
+		ops->close(l->nudge, -ECONNABORTED);
+	l->quiet_close = false;
 }
 
+/*
+ * The end of @l, removed (@status SL_ERR_PEER_DOWN) or at the daemon's
+ * stop (SL_ERR_CANCELED): its connections close first, so that no WR
+ * names anything of it, then every operation waiting on it ends with
+ * @status, and it is freed.  @l is out of the table already.
+ */
+static void link_free(struct link *l, int status)
+{
+	struct daemon *d = l->d;
+
+	l->removing = true;
+	close_quietly(l);
+	ev_timer_stop(d->loop, &l->redial_w);
+	ev_timer_stop(d->loop, &l->retry_w);
+	ev_timer_stop(d->loop, &l->ack_w);
+	ev_timer_stop(d->loop, &l->alive_w);
+	ev_timer_stop(d->loop, &l->dial_w);
+	ev_timer_stop(d->loop, &l->timeout_w);
+	/* Handshakes under way for it hold it too. */
+	link_auth_link_free(l);
+	fail_everything(l, status, false, true);
+	if (status == SL_ERR_PEER_DOWN)
+		l_up(l)->peer_timed_out(l);
+	/* Sends the failures above parked for a flush (rndv.c's reap). */
+	l_up(l)->flush(l);
+	log_debug("link %s: %s at its end", l->peer->name, link_state_name(l->state));
+	l_up(l)->detach(l, l->upper);
+	/* Last: what failed above may have kicked it. */
+	link_ready_forget(l);
+	free(l);
+}
+
+void link_remove(struct link *l)
+{
+	uint32_t sending, receiving, past;
+
+	l_up(l)->counts(l, &sending, &receiving, &past);
+	log_info("link %s (%08x): no longer a peer: failing %u queued sends, %u "
+		 "unacknowledged, %u rendezvous sending, %u receiving, and the receives naming "
+		 "it; the node is unknown from now on", l->peer->name, l->node_id,
+		 l->n_backlog - l->n_ctl, l->n_unacked_data, sending, receiving);
+	link_table_remove(l->d, l);
+	link_free(l, SL_ERR_PEER_DOWN);
+}
+
+void link_readdress(struct link *l, const struct peer_conf *pc)
+{
+	struct daemon *d = l->d;
+
+	log_info("link %s: now at %s:%u (was %s:%u)%s", l->peer->name, pc->host, pc->port,
+		 l->peer->host, l->peer->port, l->conn ? ": closing its connection" : "");
+	snprintf(l->peer_conf.host, sizeof(l->peer_conf.host), "%s", pc->host);
+	l->peer_conf.port = pc->port;
+	link_auth_link_readdress(l);
+	close_quietly(l);	/* a dialer redials (link_went_down) */
+	snprintf(l->last_error, sizeof(l->last_error), "readdressed (reload)");
+	/* An idle link (links on demand) stays idle: its next use dials. */
+	if (l->state == LINK_IDLE)
+		return;
+	if (l->dialer && l->state == LINK_DOWN && !ev_is_active(&l->redial_w))
+		link_dial(l);
+	else if (!l->dialer && d->xp->ops->short_connections && !l->nudge)
+		link_nudge(l);	/* so that it dials us at once */
+}
+
+void link_teardown_all(struct daemon *d)
+{
+	struct link *l;
+
+	link_say_bye_all(d);
+	while (d->n_links) {
+		l = d->links[d->n_links - 1];
+		link_table_remove(d, l);
+		link_free(l, SL_ERR_CANCELED);
+	}
+	link_table_free(d);
+}

@@ -31,9 +31,14 @@ enum auth_reason {
 	AR_VERSION, AR_PROTOCOL, AR_TIMEOUT,
 };
 
-/* Per configured peer (index as in d->cfg.peers and d->links). */
+/* Per link (l->auth): made with the link, cheap until it is used. */
 struct auth_peer {
-	char addrs[AUTH_ADDRS_MAX][AUTH_ADDR_LEN];
+	/* The peer's addresses, resolved at the first connection that needs
+	 * them (an accepted dialer, a nudge), not at start: thousands of
+	 * peers must not cost thousands of lookups before the first
+	 * handshake.  NULL: not resolved yet (or the lookup failed: tried
+	 * again next time). */
+	char (*addrs)[AUTH_ADDR_LEN];
 	unsigned n_addrs;
 	/* The dialer's handshake on the link's current connection. */
 	uint8_t nonce[SL_WIRE_AUTH_NONCE_LEN];
@@ -47,8 +52,6 @@ struct link_auth {
 	struct daemon *d;
 	struct peer_keys keys;
 	struct peer_auth_seen seen;
-	struct auth_peer *peers;
-	size_t n_peers;
 	/* This daemon's "who" (steps 1 and 2), posted from here: it must
 	 * outlive every send. */
 	uint8_t who[SL_WIRE_AUTH_WHO_MAX];
@@ -124,10 +127,7 @@ static int refuse(struct daemon *d, const char *who, enum auth_reason r, const c
 
 static struct auth_peer *peer_of(const struct link *l)
 {
-	struct link_auth *la = l->d->auth;
-	size_t i = (size_t)(l->peer - l->d->cfg.peers);
-
-	return la && i < la->n_peers ? &la->peers[i] : NULL;
+	return l->auth;
 }
 
 static enum security_mode mode_of(const struct daemon *d)
@@ -205,32 +205,48 @@ int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err,
 	return 0;
 }
 
-static void resolve_peer(struct auth_peer *ap, const struct peer_conf *pc)
+/* The addresses of @l's peer into @ap, once (as the dialer's connects
+ * resolve, on the loop).  Returns 0 or -errno (logged, rate-limited). */
+static int resolve_peer(struct link *l, struct auth_peer *ap)
 {
+	const struct peer_conf *pc = l->peer;
 	struct addrinfo *res, *ai;
 	char name[AUTH_ADDR_LEN + 8];
-	int rc = xport_resolve(pc->host, pc->port, &res);
+	unsigned n = 0;
+	int rc;
 
+	if (ap->addrs)
+		return 0;
+	rc = xport_resolve(pc->host, pc->port, &res);
 	if (rc < 0) {
-		log_warn("link %s: cannot resolve %s (%s): it cannot connect to us until it does",
-			 pc->name, pc->host, strerror(-rc));
-		return;
+		peer_warn(l, "link %s: cannot resolve %s (%s): it cannot connect to us until it "
+			  "does", pc->name, pc->host, strerror(-rc));
+		return rc;
 	}
-	for (ai = res; ai && ap->n_addrs < AUTH_ADDRS_MAX; ai = ai->ai_next) {
+	for (ai = res; ai && n < AUTH_ADDRS_MAX; ai = ai->ai_next)
+		n++;
+	ap->addrs = calloc(n ? n : 1, sizeof(*ap->addrs));
+	if (!ap->addrs) {
+		freeaddrinfo(res);
+		peer_warn(l, "link %s: cannot keep its addresses: out of memory", pc->name);
+		return -ENOMEM;
+	}
+	for (ai = res; ai && ap->n_addrs < n; ai = ai->ai_next) {
 		xport_addr_name(ai->ai_addr, name, sizeof(name));
 		xport_addr_host(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
 		ap->n_addrs++;
 	}
 	freeaddrinfo(res);
+	return 0;
 }
 
 /* Does @c come from an address of @l's configured peer? */
-static bool address_ok(const struct link *l, const struct xport_conn *c)
+static bool address_ok(struct link *l, const struct xport_conn *c)
 {
-	const struct auth_peer *ap = peer_of(l);
+	struct auth_peer *ap = peer_of(l);
 	char host[AUTH_ADDR_LEN];
 
-	if (!ap)
+	if (!ap || resolve_peer(l, ap) < 0)
 		return false;
 	xport_addr_host(l->d->xp->ops->peer_name(c), host, sizeof(host));
 	for (unsigned i = 0; i < ap->n_addrs; i++)
@@ -250,24 +266,14 @@ int link_auth_init(struct daemon *d)
 		return -ENOMEM;
 	}
 	la->d = d;
-	la->peers = calloc(d->cfg.n_peers ? d->cfg.n_peers : 1, sizeof(*la->peers));
-	if (!la->peers) {
-		free(la);
-		log_err("peer authentication: out of memory");
-		return -ENOMEM;
-	}
 	rc = link_auth_load_keys(&d->cfg, &la->keys, err, sizeof(err));
 	if (rc < 0) {
 		log_err("%s", err);
-		free(la->peers);
 		free(la);
 		return rc;
 	}
-	la->n_peers = d->cfg.n_peers;
 	rc = link_diag_who_encode(d, la->who, sizeof(la->who));
 	la->who_len = rc > 0 ? (uint32_t)rc : 0;	/* config_name_valid names fit */
-	for (size_t i = 0; i < la->n_peers; i++)
-		resolve_peer(&la->peers[i], &d->cfg.peers[i]);
 	d->auth = la;
 	log_info("peer authentication: mode %s%s%s%s", config_security_mode_name(mode_of(d)),
 		 keyed(d) ? ", key " : " (peers are checked by address only)",
@@ -301,6 +307,8 @@ int link_auth_reload(struct daemon *d)
 	return 0;
 }
 
+static struct auth_pending *pending_find(const struct xport_conn *c);
+
 static void pending_free(struct auth_pending *p)
 {
 	TAILQ_REMOVE(&pending, p, link);
@@ -320,9 +328,51 @@ void link_auth_destroy(struct daemon *d)
 			pending_free(p);
 	}
 	OPENSSL_cleanse(&d->auth->keys, sizeof(d->auth->keys));
-	free(d->auth->peers);
 	free(d->auth);
 	d->auth = NULL;
+}
+
+int link_auth_link_new(struct link *l)
+{
+	l->auth = calloc(1, sizeof(*l->auth));
+	return l->auth ? 0 : -ENOMEM;
+}
+
+void link_auth_link_readdress(struct link *l)
+{
+	struct auth_peer *ap = peer_of(l);
+
+	if (!ap)
+		return;
+	free(ap->addrs);
+	ap->addrs = NULL;
+	ap->n_addrs = 0;
+}
+
+void link_auth_link_free(struct link *l)
+{
+	struct auth_pending *p;
+
+	/* Each close ends in link_auth_anon_closed(), which frees its entry:
+	 * look again from the head. */
+again:
+	TAILQ_FOREACH(p, &pending, link) {
+		if (p->l == l) {
+			struct xport_conn *c = p->c;
+
+			l->d->xp->ops->close(c, -ECONNABORTED);
+			p = pending_find(c);
+			if (p)
+				pending_free(p);	/* a transport that said no closed() */
+			goto again;
+		}
+	}
+	if (!l->auth)
+		return;
+	free(l->auth->addrs);
+	OPENSSL_cleanse(l->auth, sizeof(*l->auth));
+	free(l->auth);
+	l->auth = NULL;
 }
 
 /* ---- frames ---- */

@@ -45,9 +45,8 @@ struct xport_conn;
 int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err, size_t errlen);
 
 /*
- * link_auth_init - d->auth from d->cfg: the keys, and the addresses of
- * each configured peer (resolved once, as the dialer's connects are).
- * Call before link_setup_all().  Returns 0 or -errno (logged).
+ * link_auth_init - d->auth from d->cfg: the keys.  Call before
+ * link_setup_all().  Returns 0 or -errno (logged).
  * link_auth_reload - read both key files again (SIGHUP); new handshakes
  * use them, those under way finish with the key they started with.  On
  * an error the keys in use stay.  Returns 0 or -errno (logged).
@@ -56,6 +55,19 @@ int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err,
 int link_auth_init(struct daemon *d);
 int link_auth_reload(struct daemon *d);
 void link_auth_destroy(struct daemon *d);
+
+/*
+ * Each link's handshake state (l->auth), made and freed with the link:
+ * link_auth_link_new - make it (small: the peer's addresses are resolved
+ *   at the first connection that needs them).  Returns 0 or -ENOMEM.
+ * link_auth_link_readdress - the peer's address changed: forget the
+ *   resolved one.
+ * link_auth_link_free - close every handshake under way for @l's node
+ *   (they would attach to it), then free its state.
+ */
+int link_auth_link_new(struct link *l);
+void link_auth_link_readdress(struct link *l);
+void link_auth_link_free(struct link *l);
 
 /* What link_auth_anon_recv() decided, when not < 0. */
 enum link_auth_verdict {

@@ -22,12 +22,22 @@
 TAILQ_HEAD(link_msg_list, link_msg);
 TAILQ_HEAD(link_writer_list, link_writer);
 
+struct auth_peer;
+
 struct link {
 	struct daemon *d;
-	const struct peer_conf *peer;
+	const struct peer_conf *peer;	/* &peer_conf: the configuration's own
+					 * list changes on reload */
+	struct peer_conf peer_conf;	/* who it is and where (link_readdress) */
 	uint32_t node_id;
 	enum link_state state;
 	bool dialer;			/* we connect; the peer accepts */
+	bool removing;			/* going (link_remove, teardown): its
+					 * connection's end starts nothing */
+	bool quiet_close;		/* we close its connection on purpose: no
+					 * warning for it */
+	bool listed;			/* link_table_sync: its peer is still listed */
+	struct auth_peer *auth;		/* the handshake's (link_auth.c) */
 	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
 	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
 	bool was_up;			/* up since the last timeout or start */
@@ -168,6 +178,27 @@ void link_idle_check(struct link *l, ev_tstamp now);
 int link_idle_heard(struct link *l);
 void link_idle_sent(struct link *l);
 bool link_idle_went_down(struct link *l);
+
+/*
+ * link.c, for link_table_sync() and link_setup_all():
+ * link_add - a link to peer @pc (copied), made as at start: idle with
+ *   links on demand (link_idle.c), else it dials, or waits (and nudges),
+ *   by node id.  What it allocates at once: struct
+ *   link, the layer above's per-link state (link_handlers.attach) and the
+ *   handshake's (link_auth_link_new); connection buffers come with a
+ *   connection (xport).  Returns 0, -EEXIST or -ENOMEM (nothing made).
+ * link_remove - the peer left the configuration: its connections close,
+ *   every operation waiting on it completes SL_ERR_PEER_DOWN (once: what
+ *   a peer timeout failed already is gone), so do the receives naming
+ *   it, and @l is freed; from then on the node is unknown.
+ * link_readdress - the peer is at @pc's host and port now: the link
+ *   stays (sequence state, operations under way, counters), its
+ *   connection closes and the next dial, or the peer's, uses the new
+ *   address.
+ */
+int link_add(struct daemon *d, const struct peer_conf *pc);
+void link_remove(struct link *l);
+void link_readdress(struct link *l, const struct peer_conf *pc);
 
 /* link_liveness.c: a new proving window of the ack back-off from @now;
  * the retransmission timer started (frames wait for an ack) or moved by
