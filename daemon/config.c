@@ -24,6 +24,7 @@
 
 #include <ini.h>
 
+#include "config_peers.h"
 #include "log.h"
 #include "sl_wire.h"
 #include "sluice.h"
@@ -32,7 +33,7 @@
 #define MIB (1024ll * KIB)
 #define GIB (1024ll * MIB)
 
-#define ALLOWED_NAME     "1..63 characters from A-Z a-z 0-9 . _ -"
+#define ALLOWED_NAME     CONFIG_ALLOWED_NAME
 #define ALLOWED_HOSTPORT "HOST:PORT or [IPV6]:PORT with port 1..65535"
 #define ALLOWED_BYTES    "digits with an optional K, M or G suffix"
 
@@ -200,6 +201,41 @@ int config_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *p
 	return parse_hostport(s, host, hostlen, port, &why);
 }
 
+int config_parse_address(const char *s, bool port_optional, char *host, size_t hostlen,
+			 uint16_t *port, bool *has_port, const char **why)
+{
+	const char *h = s, *end;
+	size_t n = strlen(s);
+
+	*has_port = true;
+	if (!port_optional || n == 0 || (s[0] == '[' ? s[n - 1] != ']' : strchr(s, ':') != NULL))
+		return parse_hostport(s, host, hostlen, port, why);
+	/* HOST, or [IPV6]: a host without a port. */
+	end = s + n;
+	if (s[0] == '[') {
+		h = s + 1;
+		end = s + n - 1;
+	}
+	if (end == h) {
+		*why = "has an empty host";
+		return -EINVAL;
+	}
+	for (const char *q = h; q < end; q++) {
+		if (!host_char_ok(*q)) {
+			*why = "has a bad character in the host";
+			return -EINVAL;
+		}
+	}
+	if ((size_t)(end - h) >= hostlen) {
+		*why = "has a host name that is too long";
+		return -EINVAL;
+	}
+	memcpy(host, h, (size_t)(end - h));
+	host[end - h] = '\0';
+	*has_port = false;
+	return 0;
+}
+
 bool config_name_valid(const char *name)
 {
 	size_t n = 0;
@@ -292,8 +328,7 @@ static void format_bytes(uint64_t v, char *buf, size_t n)
 		snprintf(buf, n, "%llu", (unsigned long long)v);
 }
 
-/* "[v6]:port" when the host needs brackets, else "host:port". */
-static void format_hostport(const char *host, uint16_t port, char *buf, size_t n)
+void config_format_hostport(const char *host, uint16_t port, char *buf, size_t n)
 {
 	snprintf(buf, n, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
 }
@@ -548,7 +583,7 @@ static bool listen_format(const struct config *c, const struct config_key *k, ch
 {
 	if (!c->listen_set)
 		return false;
-	format_hostport(c->listen_host, c->listen_port, buf, n);
+	config_format_hostport(c->listen_host, c->listen_port, buf, n);
 	return true;
 }
 
@@ -560,21 +595,17 @@ static const struct config_type listen_type = {
 static int peers_parse(struct config *c, const struct config_key *k, const char *key,
 		       const char *value, const char *prefix, char *why, size_t n)
 {
-	struct peer_conf *pc;
+	char host[CONFIG_HOST_MAX];
 	const char *bad;
+	uint16_t port;
 
 	if (!config_name_valid(key))
 		return say(why, n, "%s: not a valid node name (allowed: %s)", prefix, ALLOWED_NAME);
-	if (c->n_peers >= CONFIG_PEERS_MAX)
-		return say(why, n, "%s: too many peers (allowed: up to %d)", prefix,
-			   CONFIG_PEERS_MAX);
-	pc = &c->peers[c->n_peers];
-	if (parse_hostport(value, pc->host, sizeof(pc->host), &pc->port, &bad) < 0)
+	if (parse_hostport(value, host, sizeof(host), &port, &bad) < 0)
 		return say(why, n, "%s: '%s' %s (allowed: %s)", prefix, value, bad,
 			   ALLOWED_HOSTPORT);
-	copy_str(pc->name, sizeof(pc->name), key);
-	pc->node_id = sl_node_id(pc->name);
-	c->n_peers++;
+	if (config_peer_add(c, key, host, port) < 0)
+		return say(why, n, "%s: out of memory", prefix);
 	return 0;
 }
 
@@ -586,9 +617,6 @@ static int peers_parse_option(struct config *c, const struct config_key *k, cons
 	size_t len = eq ? (size_t)(eq - arg) : 0;
 	char name[CONFIG_NAME_MAX];
 
-	if (c->n_peers >= CONFIG_PEERS_MAX)
-		return say(why, n, "--%s %s: too many peers (at most %d, the file's [peers] included)",
-			   k->option->name, arg, CONFIG_PEERS_MAX);
 	if (len > 0 && len < sizeof(name)) {
 		memcpy(name, arg, len);
 		name[len] = '\0';
@@ -605,44 +633,56 @@ static void peers_print(FILE *out, const struct config *c)
 	size_t i;
 
 	for (i = 0; i < c->n_peers; i++) {
-		format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
+		config_format_hostport(c->peers[i].host, c->peers[i].port, val, sizeof(val));
 		fprintf(out, "%s = %s\n", c->peers[i].name, val);
 	}
 }
 
-static const struct peer_conf *peer_by_name(const struct config *c, const char *name)
+/* The peer of @c (indexed by @ix) named @name, with node id @id, or NULL. */
+static const struct peer_conf *peer_by_name(const struct config *c, const struct peer_index *ix,
+					    const char *name, uint32_t id)
 {
-	size_t i;
+	long at = peer_index_find(ix, c->peers, c->n_peers, id);
 
-	for (i = 0; i < c->n_peers; i++)
-		if (strcmp(c->peers[i].name, name) == 0)
-			return &c->peers[i];
-	return NULL;
+	return at >= 0 && strcmp(c->peers[at].name, name) == 0 ? &c->peers[at] : NULL;
 }
 
-/* Links are built from [peers] at start: any change needs a restart. */
-static void peers_diff(const struct config *cur, const struct config *next,
-		       config_change_fn *changed, void *arg)
+/* Every peer added, readdressed or removed, in @next's order and then
+ * @cur's; linear with the indexes (without one, it scans). */
+static unsigned peers_diff(const struct config *cur, const struct config *next, bool applied,
+			   config_change_fn *changed, void *arg)
 {
+	struct peer_index in_cur, in_next;
 	char a[VALUE_MAX], b[VALUE_MAX];
+	unsigned told = 0;
 	size_t i;
 
+	(void)peer_index_build(&in_cur, cur->peers, cur->n_peers);	/* else: scans */
+	(void)peer_index_build(&in_next, next->peers, next->n_peers);
 	for (i = 0; i < next->n_peers; i++) {
-		const struct peer_conf *np = &next->peers[i], *op = peer_by_name(cur, np->name);
+		const struct peer_conf *np = &next->peers[i];
+		const struct peer_conf *op = peer_by_name(cur, &in_cur, np->name, np->node_id);
 
 		if (op && strcmp(op->host, np->host) == 0 && op->port == np->port)
 			continue;
 		if (op)
-			format_hostport(op->host, op->port, a, sizeof(a));
-		format_hostport(np->host, np->port, b, sizeof(b));
-		changed("peers", np->name, op ? a : "(not set)", b, false, arg);
+			config_format_hostport(op->host, op->port, a, sizeof(a));
+		config_format_hostport(np->host, np->port, b, sizeof(b));
+		changed("peers", np->name, op ? a : "(not set)", b, applied, arg);
+		told++;
 	}
 	for (i = 0; i < cur->n_peers; i++) {
-		if (peer_by_name(next, cur->peers[i].name))
+		const struct peer_conf *op = &cur->peers[i];
+
+		if (peer_by_name(next, &in_next, op->name, op->node_id))
 			continue;
-		format_hostport(cur->peers[i].host, cur->peers[i].port, a, sizeof(a));
-		changed("peers", cur->peers[i].name, a, "(not set)", false, arg);
+		config_format_hostport(op->host, op->port, a, sizeof(a));
+		changed("peers", op->name, a, "(not set)", applied, arg);
+		told++;
 	}
+	peer_index_free(&in_cur);
+	peer_index_free(&in_next);
+	return told;
 }
 
 static const struct config_type peers_type = {
@@ -670,8 +710,8 @@ static void ports_print(FILE *out, const struct config *c)
 }
 
 /* [ports] is read at start only. */
-static void ports_diff(const struct config *cur, const struct config *next,
-		       config_change_fn *changed, void *arg)
+static unsigned ports_diff(const struct config *cur, const struct config *next, bool applied,
+			   config_change_fn *changed, void *arg)
 {
 	size_t i;
 
@@ -682,8 +722,10 @@ static void ports_diff(const struct config *cur, const struct config *next,
 		    x->id != y->id)
 			break;
 	}
-	if (cur->ports.n != next->ports.n || i < cur->ports.n)
-		changed("ports", "(ranges)", "(as at start)", "(changed)", false, arg);
+	if (cur->ports.n == next->ports.n && i == cur->ports.n)
+		return 0;
+	changed("ports", "(ranges)", "(as at start)", "(changed)", applied, arg);
+	return 1;
 }
 
 static const struct config_type ports_type = {
@@ -739,6 +781,9 @@ const struct config_key config_keys[] = {
 	{ KEY("daemon", "shutdown_drain_ms", number, shutdown_drain_ms), RANGE(0, 600000),
 	  .def = "5000", .unit = "ms", .reload = true,
 	  .doc = "on SIGTERM, how long operations in flight may finish before being canceled" },
+	{ KEY("daemon", "peers_file", path, peers_file), .unit = "", .reload = true,
+	  .flags = CONFIG_EMPTY_OK, .absent = "not set: [peers] only",
+	  .doc = "a file of peers, NAME HOST:PORT or NAME HOST a line; this node's line is skipped" },
 	/* [transport] */
 	{ KEY("transport", "kind", enum, transport), .def = "tcp", .unit = "",
 	  .names = transports, .what = "a transport",
@@ -751,6 +796,10 @@ const struct config_key config_keys[] = {
 	  .absent = "not set: a single node",
 	  OPTION("listen", "HOST:PORT", "accept links from peers ([transport] listen)"),
 	  .doc = "address peers connect to; without it the node runs alone" },
+	{ KEY("transport", "default_port", number, default_port), RANGE(1, 65535),
+	  .unit = "", .reload = true, .absent = "not set: the port of listen",
+	  .def_doc = "the listen port",
+	  .doc = "the port of a peers_file line that gives none; not set: listen's" },
 	{ KEY("transport", "eager_max", bytes, eager_max), RANGE(0, 1 * MIB), .def = "64K",
 	  .unit = "bytes", .allowed = "0..1048576 bytes",
 	  .doc = "largest message sent eagerly; larger ones go by rendezvous" },
@@ -860,7 +909,7 @@ const struct config_key config_keys[] = {
 	  .reload = true, .flags = CONFIG_EMPTY_OK, .absent = "not set: no key",
 	  .doc = "a key also accepted, while the cluster rotates to key_file" },
 	/* Sections of named lines. */
-	{ KEY("peers", NULL, peers, peers), .unit = "",
+	{ KEY("peers", NULL, peers, peers), .unit = "", .reload = true,
 	  OPTION("peer", "NAME=HOST:PORT", "add a peer node (repeatable)"),
 	  .doc = "NAME = HOST:PORT, one line per other node" },
 	{ KEY("ports", NULL, ports, ports), .unit = "",
@@ -880,7 +929,9 @@ _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= CONFIG_KEY_SLOTS,
  */
 static bool row_valid(const struct config_key *k)
 {
-	if (k->reload && (k->type == &node_type || k->type == &listen_type || !k->name))
+	/* A list is reloaded by config_reload_merge()'s own code: [peers] only. */
+	if (k->reload && (k->type == &node_type || k->type == &listen_type ||
+			  (!k->name && k->type != &peers_type)))
 		return false;
 	switch (k->type->kind) {
 	case CONFIG_NUMBER:
@@ -1263,35 +1314,48 @@ static int check_keys(struct parse_state *st)
 	return -EINVAL;
 }
 
-/* Checks that need the whole file: peers against each other and us. */
+/*
+ * Checks that need the whole file: peers against each other and us.  A
+ * repeated name is a repeated node id, so one index by node id finds
+ * both kinds of clash, in the order a scan of the earlier peers would.
+ */
 int config_check_peers(const struct config *c, const char *path, char *err, size_t errlen)
 {
-	size_t i, j;
+	struct peer_index ix;
+	int rc = 0;
+	long at;
+	size_t i;
 
-	for (i = 0; i < c->n_peers; i++) {
+	if (peer_index_init(&ix, c->n_peers) < 0)
+		return fail_file(path, err, errlen, -ENOMEM, "out of memory");
+	for (i = 0; i < c->n_peers && rc == 0; i++) {
 		const struct peer_conf *p = &c->peers[i];
 
-		if (strcmp(p->name, c->node_name) == 0)
-			return fail_file(path, err, errlen, -EINVAL,
-					 "peer '%s' has the local node's name", p->name);
-		for (j = 0; j < i; j++) {
-			if (strcmp(c->peers[j].name, p->name) == 0)
-				return fail_file(path, err, errlen, -EINVAL,
-						 "peer '%s' is listed twice", p->name);
-			if (c->peers[j].node_id == p->node_id)
-				return fail_file(path, err, errlen, -EINVAL,
-						 "peers '%s' and '%s' have the same node id 0x%08x; rename one",
-						 c->peers[j].name, p->name, (unsigned)p->node_id);
+		if (strcmp(p->name, c->node_name) == 0) {
+			rc = fail_file(path, err, errlen, -EINVAL,
+				       "peer '%s' has the local node's name", p->name);
+			break;
 		}
-		if (p->node_id == c->node_id)
-			return fail_file(path, err, errlen, -EINVAL,
-					 "peer '%s' and the local node '%s' have the same node id 0x%08x; rename one",
-					 p->name, c->node_name, (unsigned)p->node_id);
+		at = peer_index_find(&ix, c->peers, i, p->node_id);
+		if (at >= 0 && strcmp(c->peers[at].name, p->name) == 0)
+			rc = fail_file(path, err, errlen, -EINVAL, "peer '%s' is listed twice",
+				       p->name);
+		else if (at >= 0)
+			rc = fail_file(path, err, errlen, -EINVAL,
+				       "peers '%s' and '%s' have the same node id 0x%08x; rename one",
+				       c->peers[at].name, p->name, (unsigned)p->node_id);
+		else if (p->node_id == c->node_id)
+			rc = fail_file(path, err, errlen, -EINVAL,
+				       "peer '%s' and the local node '%s' have the same node id 0x%08x; rename one",
+				       p->name, c->node_name, (unsigned)p->node_id);
+		else if (peer_index_add(&ix, c->peers, i) < 0)
+			rc = fail_file(path, err, errlen, -ENOMEM, "out of memory");
 	}
-	if (c->n_peers > 0 && !c->listen_set)
-		return fail_file(path, err, errlen, -EINVAL,
-				 "[peers] given but [transport] listen is not set");
-	return 0;
+	peer_index_free(&ix);
+	if (rc == 0 && c->n_peers > 0 && !c->listen_set)
+		rc = fail_file(path, err, errlen, -EINVAL,
+			       "[peers] given but [transport] listen is not set");
+	return rc;
 }
 
 /*
@@ -1317,11 +1381,11 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 		return fail_file(path, err, errlen, -e, "cannot open: %s", strerror(e));
 	}
 	nc = malloc(sizeof(*nc));
-	if (!nc) {
+	if (!nc || config_copy(nc, c) < 0) {
+		free(nc);
 		fclose(st.f);
 		return fail_file(path, err, errlen, -ENOMEM, "out of memory");
 	}
-	*nc = *c;
 	st.c = nc;
 
 	rc = ini_parse_stream(read_line, &st, on_value, &st);
@@ -1351,7 +1415,10 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 		for (e = 0; e < (int)config_n_keys; e++)
 			nc->key_line[e] = (uint16_t)(st.key_line[e] > UINT16_MAX ? UINT16_MAX
 										 : st.key_line[e]);
-		*c = *nc;
+		config_release(c);
+		*c = *nc;	/* @c takes nc's peers */
+	} else {
+		config_release(nc);
 	}
 	free(nc);
 	return rc;
@@ -1397,18 +1464,43 @@ int config_print(FILE *out, const struct config *c)
 	return 0;
 }
 
+static void change_ignored(const char *section, const char *key, const char *old_value,
+			   const char *new_value, bool applied, void *arg)
+{
+	(void)section;
+	(void)key;
+	(void)old_value;
+	(void)new_value;
+	(void)applied;
+	(void)arg;
+}
+
+/*
+ * Only [peers] of the lists is reloaded, and it is the one part of the
+ * merge that can fail: its copy is made before anything changes.
+ */
 int config_reload_merge(struct config *cur, const struct config *next,
 			config_change_fn *changed, void *arg)
 {
 	char a[VALUE_MAX], b[VALUE_MAX];
 	const struct config_key *k;
+	struct peer_conf *peers = NULL;
+	unsigned told;
 	int applied = 0;
 	bool ha, hb;
 
+	if (next->n_peers) {
+		peers = malloc(next->n_peers * sizeof(*peers));
+		if (!peers)
+			return -ENOMEM;
+		memcpy(peers, next->peers, next->n_peers * sizeof(*peers));
+	}
 	for (k = config_keys; k < ROWS_END; k++) {
 		if (!k->name) {
-			if (changed)
-				k->type->diff(cur, next, changed, arg);
+			told = k->type->diff(cur, next, k->reload, changed ? changed : change_ignored,
+					     arg);
+			if (k->reload)
+				applied += (int)told;
 			continue;
 		}
 		ha = config_key_format(cur, k, a, sizeof(a));
@@ -1423,5 +1515,8 @@ int config_reload_merge(struct config *cur, const struct config *next,
 			changed(k->section, k->name, ha ? a : "(not set)", hb ? b : "(not set)",
 				k->reload, arg);
 	}
+	config_release(cur);
+	cur->peers = peers;
+	cur->n_peers = cur->peers_cap = next->n_peers;
 	return applied;
 }

@@ -29,7 +29,7 @@
 #define CONFIG_PATH_MAX 96	/* runtime dir; leaves room in sun_path */
 #define CONFIG_SOURCE_MAX 256	/* the file a configuration came from */
 #define CONFIG_KEY_SLOTS 128	/* >= the rows of config_keys[] (checked in config.c) */
-#define CONFIG_PEERS_MAX 256
+#define CONFIG_PEERS_FILE_MAX 256	/* [daemon] peers_file, including the NUL */
 #define CONFIG_FAULT_OFF UINT64_MAX	/* fault_reg_fail_after: off */
 #define CONFIG_KEY_PATH_MAX 256	/* [security] key files, including the NUL */
 
@@ -66,12 +66,15 @@ struct config {
 	char client_group[CONFIG_NAME_MAX];	/* sluiced.sock's group; "" = ours */
 	char admin_group[CONFIG_NAME_MAX];	/* may use the admin socket; "" = none */
 	uint32_t shutdown_drain_ms;	/* SIGTERM: wait this long for in-flight work */
+	char peers_file[CONFIG_PEERS_FILE_MAX];	/* "" = none (config_finish() reads it) */
 	/* [transport] */
 	enum xport_kind transport;
 	char device[CONFIG_NAME_MAX];	/* verbs: RDMA device; "" = first active */
 	bool listen_set;
 	char listen_host[CONFIG_HOST_MAX];
 	uint16_t listen_port;
+	uint32_t default_port;	/* peers_file lines without a port; UINT32_MAX:
+				 * not set, listen_port */
 	uint32_t eager_max;	/* bytes */
 	uint32_t sq_depth;	/* frames per connection send queue */
 	uint32_t max_mr;	/* tcp transport's MR table entries */
@@ -115,9 +118,13 @@ struct config {
 	char previous_key_file[CONFIG_KEY_PATH_MAX];	/* "" = none */
 	int32_t fault_write_shift_bytes;	/* 0: off */
 	uint32_t fault_write_replay;		/* 0: off, 1: on */
-	/* [peers] */
-	struct peer_conf peers[CONFIG_PEERS_MAX];
+	/* [peers], then --peer, then the lines of peers_file: an array that
+	 * grows as they come (config_peer_add()), bounded by memory alone.
+	 * The config owns it: config_release() frees it, and a struct copy
+	 * shares it (config_copy() makes a config of its own). */
+	struct peer_conf *peers;
 	size_t n_peers;
+	size_t peers_cap;	/* entries allocated */
 	/* [ports]: ranges reserved for a user or group (ports.h) */
 	struct port_ranges ports;
 };
@@ -160,7 +167,8 @@ enum config_kind {
  *   --print-config writes as a comment.  NULL for CONFIG_LIST.
  * print: CONFIG_LIST only: write the section's lines to @out.
  * diff: CONFIG_LIST only: tell @changed (with @arg) each line that
- *   differs between @cur and @next, never applied.
+ *   differs between @cur and @next, as @applied (the row's reload);
+ *   returns how many it told.
  * parse_option: the command line's form when it is not the file's value
  *   (--peer NAME=HOST:PORT); writes "--option ARG: what is wrong" to @why.
  *   NULL: parse with prefix "--option".
@@ -172,8 +180,8 @@ struct config_type {
 		     const char *value, const char *prefix, char *why, size_t n);
 	bool (*format)(const struct config *c, const struct config_key *k, char *buf, size_t n);
 	void (*print)(FILE *out, const struct config *c);
-	void (*diff)(const struct config *cur, const struct config *next,
-		     config_change_fn *changed, void *arg);
+	unsigned (*diff)(const struct config *cur, const struct config *next, bool applied,
+			 config_change_fn *changed, void *arg);
 	int (*parse_option)(struct config *c, const struct config_key *k, const char *arg,
 			    char *why, size_t n);
 };
@@ -209,7 +217,8 @@ struct config_key {
 	int64_t min, max;	/* CONFIG_NUMBER, CONFIG_SIGNED, CONFIG_BYTES */
 	const char *def;	/* the default as the file spells it; NULL: not set */
 	const char *unit;	/* "bytes", "ms", "us", "count"; "" for text */
-	bool reload;		/* a reload applies it (copying the field's bytes) */
+	bool reload;		/* a reload applies it (copying the field's bytes;
+				 * [peers]: the whole list, config_reload_merge) */
 	const char *doc;	/* what it is, in one line */
 	unsigned flags;		/* CONFIG_ZERO_OK, CONFIG_POW2, CONFIG_EMPTY_OK */
 	const struct config_name *names;	/* CONFIG_ENUM: ends with { NULL } */
@@ -255,11 +264,34 @@ int config_set_option(struct config *c, const struct config_key *k, const char *
 
 /*
  * config_defaults - fill @c with the table's defaults (node name = the
- * hostname).  Returns 0, -errno if the hostname cannot be read, or
- * -EINVAL if a default of the table does not parse (a bug, and
- * test_config's).
+ * hostname), no peers.  @c holds no peers before (it is new, or
+ * config_release()d): they are not freed.  Returns 0, -errno if the
+ * hostname cannot be read, or -EINVAL if a default of the table does not
+ * parse (a bug, and test_config's).
  */
 int config_defaults(struct config *c);
+
+/*
+ * config_release - free what @c owns (its peers); @c is then a config
+ * without peers, all else as it was.  Accepts a config without peers.
+ */
+void config_release(struct config *c);
+
+/*
+ * config_copy - @dst becomes a copy of @src with a peer list of its own
+ * (what @dst held is not freed).  Returns 0, or -ENOMEM with @dst a copy
+ * without peers.
+ */
+int config_copy(struct config *dst, const struct config *src);
+
+/*
+ * config_peer_add - append peer @name (a valid node name, not checked
+ * here) at @host (at most CONFIG_HOST_MAX - 1 bytes, cut to fit) and
+ * @port to @c's peers, its node id computed; the list grows as needed.
+ * Duplicates are config_check_peers()'s to find.  Returns 0 or -ENOMEM
+ * (nothing added).
+ */
+int config_peer_add(struct config *c, const char *name, const char *host, uint16_t port);
 
 /* config_faults_on - is any [fault] key of @c not at its default (off)? */
 bool config_faults_on(const struct config *c);
@@ -290,6 +322,32 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen);
 int config_check_peers(const struct config *c, const char *path, char *err, size_t errlen);
 
 /*
+ * config_read_peers_file - add the lines of [daemon] peers_file of @c
+ * (nothing when it is not set) to its peers, once the node name and the
+ * listen port are final (after the command line).  A line is "NAME
+ * HOST:PORT", "NAME [IPV6]:PORT", or "NAME HOST" with the port of
+ * [transport] default_port, else of listen; '#' starts a comment, blank
+ * lines are skipped, fields are separated by blanks.  The line naming
+ * the local node is skipped (one file serves every node).  A name also
+ * under [peers] or --peer at the same host and port (as written) is
+ * taken once; at another address it is an error, and so is a name given
+ * twice in the file, or a node id it shares with another name.  Errors
+ * are one line "PEERSFILE:LINE: what is wrong (allowed: ...)", or
+ * "PEERSFILE: cannot open: ..." (@err, at most @errlen bytes); @c then
+ * keeps what it had before the file.  Runs in O(lines + peers).
+ * Returns 0, -ENOENT/-EACCES (cannot open), -EINVAL or -ENOMEM.
+ */
+int config_read_peers_file(struct config *c, char *err, size_t errlen);
+
+/*
+ * config_finish - what is left once the file and the command line are in
+ * @c: config_read_peers_file(), then config_check_peers() with @path as
+ * its prefix.  sluiced runs it at start and on every reload.  Returns 0
+ * or one of theirs, with their message in @err.
+ */
+int config_finish(struct config *c, const char *path, char *err, size_t errlen);
+
+/*
  * config_where - where [@section] @key of @c got its value, for a message:
  * "FILE:LINE" when config_load() read it from a file, "the default (not in
  * FILE)" or "the default".  Writes at most @n bytes (NUL-terminated) to
@@ -311,12 +369,16 @@ int config_print(FILE *out, const struct config *c);
 /*
  * config_reload_merge - a reload (SIGHUP) read @next; bring @cur up to it
  * for the keys whose row says reload (sluiced.conf(5) lists them; the
- * caller reads the [security] key files again).  Every other key, and
- * every peer added, removed or readdressed, keeps @cur's value.
- * @changed (may be NULL) is called for each difference, in table order,
- * with @arg.  @next must be a whole valid configuration (config_load()
- * succeeded), so the pairs checked together (redial_min_ms <=
- * redial_max_ms) stay valid.  Returns the number of keys applied.
+ * caller reads the [security] key files again), and take @next's peers
+ * (a copy): [peers], --peer and peers_file together; making the links
+ * match is the caller's (link_table_sync()).  Every other key keeps
+ * @cur's value.  @changed (may be NULL) is called for each difference,
+ * in table order, with @arg: a peer added, removed or readdressed is one
+ * change each, key = its name.  @next must be a whole valid
+ * configuration (config_load() and config_finish() succeeded), so the
+ * pairs checked together (redial_min_ms <= redial_max_ms) stay valid.
+ * Returns the number of changes applied, or -ENOMEM (nothing applied,
+ * nothing told).
  */
 int config_reload_merge(struct config *cur, const struct config *next,
 			config_change_fn *changed, void *arg);

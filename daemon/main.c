@@ -133,9 +133,10 @@ static int list_devices(void)
 }
 
 /*
- * The options that set configuration, over @c (the file already read):
- * at start, and again on every reload so that they keep winning over the
- * file (service.h).  Returns 0 or -EINVAL (said on stderr).
+ * The options that set configuration, over @c (the file already read),
+ * then the peers file (config_finish): at start, and again on every
+ * reload so that they keep winning over the file (service.h).  Returns 0
+ * or -errno (said on stderr).
  */
 static int apply_options(struct daemon *d, struct config *c)
 {
@@ -165,13 +166,15 @@ static int apply_options(struct daemon *d, struct config *c)
 		fprintf(stderr, "sluiced: unexpected argument '%s'\n", d->argv[optind]);
 		return -EINVAL;
 	}
-	/* The same rules as for the file alone: a --peer for a name the file
-	 * (or another --peer) has already, or named like --node, would start
-	 * two links for one node, and --print-config would then print a file
+	/* The peers file, now that --node and --listen are in (it skips
+	 * this node's line, and its lines may take listen's port); then the
+	 * same rules as for the file alone: a --peer for a name the file (or
+	 * another --peer) has already, or named like --node, would start two
+	 * links for one node, and --print-config would then print a file
 	 * that the daemon refuses. */
 	snprintf(where, sizeof(where), "%s%s", d->config_path ? d->config_path : "",
 		 d->config_path ? " with the command line" : "the command line");
-	if (config_check_peers(c, where, err, sizeof(err))) {
+	if (config_finish(c, where, err, sizeof(err))) {
 		fprintf(stderr, "sluiced: %s\n", err);
 		return -EINVAL;
 	}
@@ -489,6 +492,7 @@ out:
 	daemon_teardown(d);
 	service_destroy(d);
 	fd_spare_close();
+	config_release(&d->cfg);
 	log_info("stopped");
 	return rc ? 1 : 0;
 }

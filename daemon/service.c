@@ -202,6 +202,7 @@ static unsigned long long monotonic_usec(void)
 
 int service_reload(struct daemon *d)
 {
+	struct link_sync_counts links = { 0 };
 	struct config *next;
 	unsigned restart = 0;
 	char err[512];
@@ -227,23 +228,40 @@ int service_reload(struct daemon *d)
 		log_err("reload: %s; the running configuration stays", err);
 		goto out;
 	}
+	/* The options, then the peers file (config_finish), as at start. */
 	if (d->svc && d->svc->apply_options) {
 		rc = d->svc->apply_options(d, next);
 		if (rc) {
-			log_err("reload: the command-line options do not apply over %s; the "
-				"running configuration stays", d->config_path);
+			log_err("reload: the command-line options or the peers do not apply over "
+				"%s; the running configuration stays", d->config_path);
+			goto out;
+		}
+	} else {
+		rc = config_finish(next, d->config_path, err, sizeof(err));
+		if (rc) {
+			log_err("reload: %s; the running configuration stays", err);
 			goto out;
 		}
 	}
 	applied = config_reload_merge(&d->cfg, next, change_cb, &restart);
+	if (applied < 0) {
+		rc = applied;
+		log_err("reload: out of memory; the running configuration stays");
+		goto out;
+	}
+	/* The peers added, removed or moved; every other link stays as it is. */
+	link_table_sync(d, &links);
 	/* The key files may have new contents under the same names. */
 	(void)link_auth_reload(d);
 	log_set_level((enum log_level)d->cfg.log_level);
 	/* Access checks read admin_group each time; the socket's group too. */
 	admin_apply_config(d);
-	log_info("reload: %s: %d changes applied, %u need a restart", d->config_path,
-		 applied, restart);
+	log_info("reload: %s: %d changes applied, %u need a restart; links: %u added, %u "
+		 "removed, %u readdressed%s, %zu in all", d->config_path, applied, restart,
+		 links.added, links.removed, links.readdressed,
+		 links.failed ? " (some could not be made: see above)" : "", d->n_links);
 out:
+	config_release(next);
 	free(next);
 	notify(d, "READY=1");
 	status_refresh(d);

@@ -63,11 +63,15 @@ void service_destroy(struct daemon *d);
 
 /*
  * service_reload - what SIGHUP does: read the -c file into a fresh
- * config, reapply the command-line options, apply the reloadable keys
- * (config_reload_merge()) and log every change ("reload: [section] key
- * changed: needs a restart" for the others, which keep their value).  A
- * file that does not load is logged with FILE:LINE and changes nothing.
- * Returns 0, or -errno when nothing was applied (already logged).
+ * config, reapply the command-line options, read [daemon] peers_file
+ * (config_finish()), apply the reloadable keys and the peers
+ * (config_reload_merge()), make the links match the peers
+ * (link_table_sync(): links to new peers, none to peers gone, the others
+ * untouched) and log every change ("reload: [peers] NAME: OLD -> NEW",
+ * "reload: [section] key changed: needs a restart" for the keys that
+ * keep their value).  A file (or peers file) that does not load is
+ * logged with FILE:LINE and changes nothing.  Returns 0, or -errno when
+ * nothing was applied (already logged).
  */
 int service_reload(struct daemon *d);
 

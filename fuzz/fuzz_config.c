@@ -6,7 +6,9 @@
  * Oracles beyond the sanitizers: a refused file has one error line; an
  * accepted one prints (config_print) to a file that loads again and
  * prints to the same bytes (config.h promises the round trip), and a
- * reload from the defaults to it (config_reload_merge) runs.
+ * reload from the defaults to it (config_reload_merge) runs.  The peers
+ * each load allocates are released after each input ([daemon]
+ * peers_file is not read: config_load() never reads it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -97,7 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("config_print, config_load, config_print is not a fixed point", NULL);
 	free(text);
 	free(text2);
+	config_release(&again);
 	again = defaults;
 	(void)config_reload_merge(&again, &loaded, NULL, NULL);
+	config_release(&again);
+	config_release(&loaded);
 	return 0;
 }

@@ -473,14 +473,12 @@ static struct daemon dm;
 static bool made;
 static char runtime_dir[CONFIG_PATH_MAX];
 
+static void die(const char *what);
+
 static void add_peer(struct config *c, const char *name, uint16_t port)
 {
-	struct peer_conf *p = &c->peers[c->n_peers++];
-
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->host, sizeof(p->host), "127.0.0.1");
-	p->port = port;
-	p->node_id = sl_node_id(name);
+	if (config_peer_add(c, name, "127.0.0.1", port) < 0)
+		die("config_peer_add");
 }
 
 static void remove_runtime_dir(void)

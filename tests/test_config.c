@@ -7,11 +7,13 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* By path: a top-level config.h (autoconf's) would shadow it via -I. */
@@ -50,6 +52,14 @@ static int load_text(const char *text, struct config *c, char *err, size_t errle
 	return rc;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Field by field: struct copies need not preserve padding bytes. */
 static bool config_eq(const struct config *a, const struct config *b)
 {
@@ -60,6 +70,7 @@ static bool config_eq(const struct config *a, const struct config *b)
 	    strcmp(a->client_group, b->client_group) ||
 	    strcmp(a->admin_group, b->admin_group) ||
 	    a->shutdown_drain_ms != b->shutdown_drain_ms ||
+	    strcmp(a->peers_file, b->peers_file) || a->default_port != b->default_port ||
 	    a->transport != b->transport || strcmp(a->device, b->device) ||
 	    a->listen_set != b->listen_set ||
 	    strcmp(a->listen_host, b->listen_host) || a->listen_port != b->listen_port ||
@@ -150,9 +161,9 @@ static const struct bad_case bad_cases[] = {
 
 	/* Unknown keys, one per section. */
 	{ "unknown key daemon", "[daemon]\nnode = a\ncolour = red\n", -EINVAL,
-	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
+	  ":3: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)" },
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
-	  ":2: [transport] port: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
+	  ":2: [transport] port: unknown key (allowed: kind, device, listen, default_port, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
 	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
@@ -160,7 +171,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
 	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames, write_shift_bytes, write_replay)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
-	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
+	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
 	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
@@ -174,7 +185,7 @@ static const struct bad_case bad_cases[] = {
 	{ "syntax error before a bad key wins", "[daemon]\njunk\ncolour = x\n", -EINVAL,
 	  ":2: syntax error" },
 	{ "bad key before a syntax error wins", "[daemon]\ncolour = x\njunk\n", -EINVAL,
-	  ":2: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)" },
+	  ":2: [daemon] colour: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)" },
 	{ "indented line", "[daemon]\nnode = a\n  log_level = debug\n", -EINVAL,
 	  ":3: line is indented (allowed: keys and [sections] start in the first column)" },
 	{ "indented section", "[daemon]\nnode = a\n [limits]\n", -EINVAL,
@@ -350,7 +361,7 @@ static const struct bad_case bad_cases[] = {
 	  ":4: [transport] redial_min_ms: 5000 is greater than redial_max_ms 2000 (allowed: redial_min_ms <= redial_max_ms)" },
 	{ "an error in the file wins over the redial check",
 	  "[transport]\nredial_min_ms = 5000\nbogus = 1\n", -EINVAL,
-	  ":3: [transport] bogus: unknown key (allowed: kind, device, listen, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
+	  ":3: [transport] bogus: unknown key (allowed: kind, device, listen, default_port, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "link_backlog_max 0", "[limits]\nlink_backlog_max = 0\n", -EINVAL,
 	  ":2: [limits] link_backlog_max: 0 is out of range (allowed: 1..1048576)" },
 	{ "link_backlog_max 1048577", "[limits]\nlink_backlog_max = 1048577\n", -EINVAL,
@@ -513,34 +524,41 @@ START_TEST(bad_file)
 }
 END_TEST
 
-START_TEST(too_many_peers)
+/* No cap on peers (the list grows), and the checks stay linear: 10,000
+ * peers load, and a repeated name among them is still found. */
+START_TEST(many_peers)
 {
-	size_t cap = 32 + (CONFIG_PEERS_MAX + 1) * 32;
+	enum { N = 10000 };
+	size_t cap = 64 + (N + 1) * 32;
 	char *text = malloc(cap);
 	struct config c;
 	char err[ERRLEN];
+	int64_t t0, t1;
 	size_t off;
 	int i, rc;
 
 	ck_assert_ptr_nonnull(text);
 	off = (size_t)snprintf(text, cap, LISTEN "[peers]\n");
-	for (i = 0; i <= CONFIG_PEERS_MAX; i++)
-		off += (size_t)snprintf(text + off, cap - off, "p%d = h:%d\n", i, i + 1);
+	for (i = 0; i < N; i++)
+		off += (size_t)snprintf(text + off, cap - off, "p%d = h:%d\n", i, i % 65535 + 1);
+	t0 = now_ms();
+	rc = load_text(text, &c, err, sizeof(err));
+	t1 = now_ms();
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, N);
+	ck_assert_str_eq(c.peers[N - 1].name, "p9999");
+	ck_assert_uint_eq(c.peers[N - 1].node_id, sl_node_id("p9999"));
+	ck_assert_uint_eq(c.peers[N - 1].port, 10000);
+	printf("many_peers: %d [peers] lines loaded and checked in %lld ms\n", N,
+	       (long long)(t1 - t0));
+	config_release(&c);
+
+	/* One more line, a name given before: on line 3 + N + 1. */
+	snprintf(text + off, cap - off, "p17 = h:1\n");
 	rc = load_text(text, &c, err, sizeof(err));
 	ck_assert_int_eq(rc, -EINVAL);
-	/* Lines 1-3 are the header; p256 is on line 4 + 256. */
-	assert_err("too many peers", err,
-		   ":260: [peers] p256: too many peers (allowed: up to 256)");
-
-	/* Exactly the maximum is fine. */
-	off = (size_t)snprintf(text, cap, LISTEN "[peers]\n");
-	for (i = 0; i < CONFIG_PEERS_MAX; i++)
-		off += (size_t)snprintf(text + off, cap - off, "p%d = h:%d\n", i, i + 1);
-	rc = load_text(text, &c, err, sizeof(err));
-	ck_assert_msg(rc == 0, "%s", err);
-	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
-	ck_assert_str_eq(c.peers[255].name, "p255");
-	ck_assert_uint_eq(c.peers[255].port, 256);
+	assert_err("a repeat among many", err, ": peer 'p17' is listed twice");
+	config_release(&c);
 	free(text);
 }
 END_TEST
@@ -1099,7 +1117,7 @@ START_TEST(crlf_and_bom)
 
 	/* Line numbers still count CRLF lines. */
 	ck_assert_int_eq(load_text("[daemon]\r\nnode = a\r\nbad = 1\r\n", &c, err, sizeof(err)), -EINVAL);
-	assert_err("crlf", err, ":3: [daemon] bad: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms)");
+	assert_err("crlf", err, ":3: [daemon] bad: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)");
 }
 END_TEST
 
@@ -1408,13 +1426,13 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 44);
+	ck_assert_uint_eq(keys, 46);
 	free(text);
 }
 END_TEST
 
 struct change {
-	char section[16], key[32];
+	char section[16], key[32], old_value[64], new_value[64];
 	bool applied;
 };
 
@@ -1428,9 +1446,9 @@ static void record_change(const char *section, const char *key, const char *old_
 {
 	struct changes *ch = arg;
 
-	(void)old_value;
-	(void)new_value;
 	ck_assert_uint_lt(ch->n, 24);
+	snprintf(ch->v[ch->n].old_value, sizeof(ch->v[0].old_value), "%s", old_value);
+	snprintf(ch->v[ch->n].new_value, sizeof(ch->v[0].new_value), "%s", new_value);
 	snprintf(ch->v[ch->n].section, sizeof(ch->v[0].section), "%s", section);
 	snprintf(ch->v[ch->n].key, sizeof(ch->v[0].key), "%s", key);
 	ch->v[ch->n].applied = applied;
@@ -1447,7 +1465,7 @@ static const struct change *find_change(const struct changes *ch, const char *ke
 	return NULL;
 }
 
-/* Reloadable keys are applied; the others, and [peers], keep the running
+/* Reloadable keys and [peers] are applied; the others keep the running
  * value and are reported as needing a restart. */
 START_TEST(reload_merge)
 {
@@ -1464,9 +1482,8 @@ START_TEST(reload_merge)
 	static const char *const applied_keys[] = { "log_level", "admin_group",
 		"shutdown_drain_ms", "peer_timeout_ms", "ack_timeout_ms", "redial_min_ms",
 		"redial_max_ms", "link_backlog_max", "unexpected_max_bytes",
-		"unexpected_total_bytes", "client_max_inflight" };
-	static const char *const restart_keys[] = { "client_group", "eager_max", "max_queues",
-						    "b", "c", "d" };
+		"unexpected_total_bytes", "client_max_inflight", "b", "c", "d" };
+	static const char *const restart_keys[] = { "client_group", "eager_max", "max_queues" };
 	struct config cur, next, before;
 	struct changes ch = { .n = 0 };
 	char err[ERRLEN];
@@ -1476,7 +1493,7 @@ START_TEST(reload_merge)
 	ck_assert_msg(load_text(running, &cur, err, sizeof(err)) == 0, "%s", err);
 	before = cur;
 	ck_assert_msg(load_text(file, &next, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 11);
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 14);
 	ck_assert_uint_eq(ch.n, 17);
 	for (i = 0; i < sizeof(applied_keys) / sizeof(applied_keys[0]); i++) {
 		x = find_change(&ch, applied_keys[i]);
@@ -1488,6 +1505,10 @@ START_TEST(reload_merge)
 			      restart_keys[i]);
 	}
 	ck_assert_str_eq(find_change(&ch, "d")->section, "peers");
+	ck_assert_str_eq(find_change(&ch, "b")->old_value, "10.0.0.2:7400");
+	ck_assert_str_eq(find_change(&ch, "b")->new_value, "10.0.0.2:7401");
+	ck_assert_str_eq(find_change(&ch, "c")->new_value, "(not set)");
+	ck_assert_str_eq(find_change(&ch, "d")->old_value, "(not set)");
 	ck_assert_int_eq(cur.log_level, LOG_LVL_DEBUG);
 	ck_assert_str_eq(cur.admin_group, "ops");
 	ck_assert_uint_eq(cur.shutdown_drain_ms, 10);
@@ -1503,14 +1524,18 @@ START_TEST(reload_merge)
 	ck_assert_str_eq(cur.client_group, before.client_group);
 	ck_assert_uint_eq(cur.eager_max, before.eager_max);
 	ck_assert_uint_eq(cur.max_queues, before.max_queues);
+	/* The peers are the file's now, in its order. */
 	ck_assert_uint_eq(cur.n_peers, 2);
 	ck_assert_str_eq(cur.peers[0].name, "b");
-	ck_assert_uint_eq(cur.peers[0].port, 7400);
-	ck_assert_str_eq(cur.peers[1].name, "c");
+	ck_assert_uint_eq(cur.peers[0].port, 7401);
+	ck_assert_str_eq(cur.peers[1].name, "d");
+	ck_assert_ptr_ne(cur.peers, next.peers);	/* a copy of its own */
 	/* The same file again: nothing differs any more but the restart keys. */
 	ch.n = 0;
 	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 0);
-	ck_assert_uint_eq(ch.n, 6);
+	ck_assert_uint_eq(ch.n, 3);
+	config_release(&cur);
+	config_release(&next);
 }
 END_TEST
 
@@ -1614,7 +1639,7 @@ START_TEST(option_sets_key)
 }
 END_TEST
 
-/* --node sets the node id with the name; --peer adds up to CONFIG_PEERS_MAX. */
+/* --node sets the node id with the name; --peer adds as many as given. */
 START_TEST(option_node_and_peers)
 {
 	const struct config_key *peer = option_row("peer");
@@ -1626,18 +1651,275 @@ START_TEST(option_node_and_peers)
 	ck_assert_int_eq(config_set_option(&c, option_row("node"), "alpha", err, sizeof(err)), 0);
 	ck_assert_str_eq(c.node_name, "alpha");
 	ck_assert_uint_eq(c.node_id, sl_node_id("alpha"));
-	for (i = 0; i < CONFIG_PEERS_MAX; i++) {
+	for (i = 0; i < 300; i++) {
 		snprintf(arg, sizeof(arg), "p%d=h:%d", i, i + 1);
 		ck_assert_int_eq(config_set_option(&c, peer, arg, err, sizeof(err)), 0);
 	}
-	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
-	ck_assert_str_eq(c.peers[255].name, "p255");
-	ck_assert_uint_eq(c.peers[255].node_id, sl_node_id("p255"));
-	ck_assert_str_eq(c.peers[255].host, "h");
-	ck_assert_uint_eq(c.peers[255].port, 256);
-	ck_assert_int_eq(config_set_option(&c, peer, "q=h:1", err, sizeof(err)), -EINVAL);
-	ck_assert_str_eq(err, "--peer q=h:1: too many peers (at most 256, the file's [peers] included)");
-	ck_assert_uint_eq(c.n_peers, CONFIG_PEERS_MAX);
+	ck_assert_uint_eq(c.n_peers, 300);
+	ck_assert_str_eq(c.peers[299].name, "p299");
+	ck_assert_uint_eq(c.peers[299].node_id, sl_node_id("p299"));
+	ck_assert_str_eq(c.peers[299].host, "h");
+	ck_assert_uint_eq(c.peers[299].port, 300);
+	ck_assert_int_eq(config_set_option(&c, peer, "q=h", err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "--peer q=h: NAME=HOST:PORT expected, NAME of A-Z a-z 0-9 . _ -");
+	ck_assert_uint_eq(c.n_peers, 300);
+	config_release(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* [daemon] peers_file (config_read_peers_file, config_finish)          */
+/* ------------------------------------------------------------------ */
+
+/* The peers file of the last peers_load(); messages start with it. */
+static char peers_path[64];
+
+/*
+ * config_defaults(), "[daemon] peers_file = " a file of @peers, then
+ * @conf, loaded; node @node; then config_finish(): what sluiced does at
+ * start with --node.  Returns config_finish()'s result (config_load()
+ * must succeed).
+ */
+static int peers_load(const char *node, const char *conf, const char *peers, struct config *c,
+		      char *err, size_t errlen)
+{
+	char text[1024];
+	ssize_t n;
+	int fd, rc;
+
+	/* One name per process, so that reloads compare one peers_file. */
+	snprintf(peers_path, sizeof(peers_path), "/tmp/sluice-test-peers-%d", (int)getpid());
+	fd = open(peers_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	n = write(fd, peers, strlen(peers));
+	ck_assert_int_eq(n, (ssize_t)strlen(peers));
+	ck_assert_int_eq(close(fd), 0);
+	snprintf(text, sizeof(text), "[daemon]\npeers_file = %s\n%s", peers_path, conf);
+	rc = load_text(text, c, err, errlen);
+	ck_assert_msg(rc == 0, "%s", err);
+	/* As --node would, after the file. */
+	snprintf(c->node_name, sizeof(c->node_name), "%s", node);
+	c->node_id = sl_node_id(node);
+	rc = config_finish(c, "the command line", err, errlen);
+	unlink(peers_path);
+	return rc;
+}
+
+#define PEERS_CONF "[transport]\nlisten = 127.0.0.1:7400\n"
+
+/* One file for every node: comments, blank lines, blanks, the forms of
+ * an address; the node's own line is skipped, a [peers] line with the
+ * same address is taken once, and a port-less line takes default_port,
+ * else listen's port. */
+START_TEST(peers_file_good)
+{
+	static const char file[] =
+		"# the cluster, as the resource manager listed it\n"
+		"\n"
+		"alpha 10.0.0.1:7400\n"
+		"beta\t10.0.0.2:7401   # a comment after the address\n"
+		"   gamma   gamma.example.org\n"
+		"delta [fd00::4]:7402\n"
+		"epsilon [fd00::5]\n"
+		"zeta 10.0.0.6:7406\r\n"
+		"   # indented comment\n"
+		"eta 10.0.0.7";	/* no newline at the end */
+	struct config c;
+	char err[ERRLEN];
+	int rc;
+
+	rc = peers_load("alpha", PEERS_CONF "[peers]\nzeta = 10.0.0.6:7406\n", file, &c, err,
+			sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, 6);
+	ck_assert_str_eq(c.peers[0].name, "zeta");	/* [peers] first, taken once */
+	ck_assert_str_eq(c.peers[1].name, "beta");
+	ck_assert_str_eq(c.peers[1].host, "10.0.0.2");
+	ck_assert_uint_eq(c.peers[1].port, 7401);
+	ck_assert_uint_eq(c.peers[1].node_id, sl_node_id("beta"));
+	ck_assert_str_eq(c.peers[2].name, "gamma");
+	ck_assert_str_eq(c.peers[2].host, "gamma.example.org");
+	ck_assert_uint_eq(c.peers[2].port, 7400);	/* listen's */
+	ck_assert_str_eq(c.peers[3].host, "fd00::4");
+	ck_assert_uint_eq(c.peers[3].port, 7402);
+	ck_assert_str_eq(c.peers[4].name, "epsilon");
+	ck_assert_str_eq(c.peers[4].host, "fd00::5");
+	ck_assert_uint_eq(c.peers[4].port, 7400);
+	ck_assert_str_eq(c.peers[5].name, "eta");
+	ck_assert_uint_eq(c.peers[5].port, 7400);
+	config_release(&c);
+
+	/* Node beta reads the same file: alpha is a peer, beta is not. */
+	rc = peers_load("beta", PEERS_CONF "default_port = 9000\n", file, &c, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, 6);
+	ck_assert_str_eq(c.peers[0].name, "alpha");
+	ck_assert_str_eq(c.peers[1].name, "gamma");
+	ck_assert_uint_eq(c.peers[1].port, 9000);	/* default_port's */
+	ck_assert_uint_eq(c.peers[0].port, 7400);	/* its own port stays */
+	config_release(&c);
+
+	/* An empty file, and no peers_file at all: no peers. */
+	rc = peers_load("alpha", PEERS_CONF, "# nobody yet\n\n", &c, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, 0);
+	config_release(&c);
+}
+END_TEST
+
+struct peers_case {
+	const char *name;
+	const char *node;
+	const char *conf;	/* after [daemon] peers_file */
+	const char *file;
+	int rc;
+	const char *msg;	/* after the peers file's path */
+};
+
+#define ALLOWED_LINE "NAME HOST:PORT, NAME [IPV6]:PORT or NAME HOST"
+
+static const struct peers_case peers_cases[] = {
+	{ "no address", "a", PEERS_CONF, "# x\nb\n", -EINVAL,
+	  ":2: peer 'b' has no address (allowed: " ALLOWED_LINE ")" },
+	{ "bad name", "a", PEERS_CONF, "b@d h:1\n", -EINVAL,
+	  ":1: 'b@d' is not a valid node name (allowed: 1..63 characters from A-Z a-z 0-9 . _ -)" },
+	{ "text after the address", "a", PEERS_CONF, "b h:1\nc h:2 7400\n", -EINVAL,
+	  ":2: peer 'c': '7400' after its address (allowed: " ALLOWED_LINE ", then a # comment)" },
+	{ "port out of range", "a", PEERS_CONF, "b h:65536\n", -EINVAL,
+	  ":1: peer 'b': 'h:65536' has a port out of range (allowed: " ALLOWED_LINE
+	  ", port 1..65535)" },
+	{ "bare IPv6", "a", PEERS_CONF, "\n\nb fe80::1\n", -EINVAL,
+	  ":3: peer 'b': 'fe80::1' needs [brackets] around an IPv6 address (allowed: "
+	  ALLOWED_LINE ", port 1..65535)" },
+	{ "listed twice", "a", PEERS_CONF, "b h:1\nc h:2\n# b again\nb h:1\n", -EINVAL,
+	  ":4: peer 'b' is listed twice (first on line 1)" },
+	{ "one node id", "a", PEERS_CONF, COLL_A " h:1\n" COLL_B " h:2\n", -EINVAL,
+	  ":2: peers '" COLL_A "' and '" COLL_B "' have the same node id " COLL_ID "; rename one" },
+	{ "the local node's id", COLL_A, PEERS_CONF, "b h:1\n" COLL_B " h:2\n", -EINVAL,
+	  ":2: peer '" COLL_B "' and the local node '" COLL_A "' have the same node id " COLL_ID
+	  "; rename one" },
+	{ "another address than [peers]", "a", PEERS_CONF "[peers]\nb = h:1\n", "c h:3\nb h:2\n",
+	  -EINVAL, ":2: peer 'b' is at h:2 here but at h:1 under [peers] or --peer (allowed: the "
+	  "same HOST:PORT, or one of the two)" },
+	{ "no port anywhere", "a", "", "b h\n", -EINVAL,
+	  ":1: peer 'b': 'h' has no port, and neither [transport] default_port nor listen is set "
+	  "(allowed: NAME HOST:PORT)" },
+	{ "self's line is checked too", "a", PEERS_CONF, "a h:0\n", -EINVAL,
+	  ":1: peer 'a': 'h:0' has a port out of range (allowed: " ALLOWED_LINE
+	  ", port 1..65535)" },
+};
+
+/* Each bad line is reported as PEERSFILE:LINE, and the configuration
+ * keeps the peers it had before the file. */
+START_TEST(peers_file_bad)
+{
+	const struct peers_case *pc = &peers_cases[_i];
+	struct config c;
+	char err[ERRLEN], want[ERRLEN];
+	int rc;
+
+	rc = peers_load(pc->node, pc->conf, pc->file, &c, err, sizeof(err));
+	ck_assert_msg(rc == pc->rc, "%s: rc %d, want %d (%s)", pc->name, rc, pc->rc, err);
+	snprintf(want, sizeof(want), "%s%s", peers_path, pc->msg);
+	ck_assert_msg(strcmp(err, want) == 0, "%s:\n got: %s\nwant: %s", pc->name, err, want);
+	ck_assert_uint_eq(c.n_peers, strstr(pc->conf, "[peers]") ? 1 : 0);
+	config_release(&c);
+}
+END_TEST
+
+/* A missing file, a line too long; peers_file in the config's messages. */
+START_TEST(peers_file_unreadable)
+{
+	static char long_line[2048];
+	struct config c;
+	char err[ERRLEN], want[ERRLEN];
+	int rc;
+
+	rc = load_text("[daemon]\npeers_file = /nonexistent/peers\n[transport]\n"
+		       "listen = 127.0.0.1:7400\n", &c, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_str_eq(c.peers_file, "/nonexistent/peers");
+	rc = config_finish(&c, "x", err, sizeof(err));
+	ck_assert_int_eq(rc, -ENOENT);
+	ck_assert_str_eq(err, "/nonexistent/peers: cannot open: No such file or directory");
+	config_release(&c);
+
+	rc = load_text("[daemon]\npeers_file = peers\n", &c, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	assert_err("relative", err, ":2: [daemon] peers_file: 'peers' is not an absolute path "
+		   "(allowed: an absolute path of at most 255 characters, or empty)");
+
+	memset(long_line, 'x', 1100);
+	memcpy(long_line, "b h:1 # ", 8);
+	long_line[1100] = '\n';
+	rc = peers_load("a", PEERS_CONF, long_line, &c, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: line is too long (allowed: up to 1024 characters)",
+		 peers_path);
+	ck_assert_str_eq(err, want);
+	config_release(&c);
+}
+END_TEST
+
+/* 10,000 lines of a resource manager's host list, read in linear time. */
+START_TEST(peers_file_many)
+{
+	enum { N = 10000 };
+	char *file = malloc(N * 40);
+	struct config c;
+	char err[ERRLEN];
+	int64_t t0, t1;
+	size_t off = 0;
+	int i, rc;
+
+	ck_assert_ptr_nonnull(file);
+	for (i = 0; i < N; i++)
+		off += (size_t)sprintf(file + off, "node%05d 10.%d.%d.%d\n", i, i >> 16,
+				       (i >> 8) & 255, i & 255);
+	t0 = now_ms();
+	rc = peers_load("node00042", PEERS_CONF, file, &c, err, sizeof(err));
+	t1 = now_ms();
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(c.n_peers, N - 1);
+	ck_assert_str_eq(c.peers[42].name, "node00043");
+	ck_assert_str_eq(c.peers[N - 2].host, "10.0.39.15");
+	printf("peers_file_many: %d lines read and checked in %lld ms\n", N,
+	       (long long)(t1 - t0));
+	config_release(&c);
+	free(file);
+}
+END_TEST
+
+/* Reloaded peers from the file, with the rest of the merge. */
+START_TEST(peers_file_reload)
+{
+	struct config cur, next;
+	struct changes ch = { .n = 0 };
+	char err[ERRLEN];
+	int rc;
+
+	rc = peers_load("a", PEERS_CONF, "a h:1\nb h:2\nc h:3\n", &cur, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	rc = peers_load("a", PEERS_CONF, "a h:1\nb h:2\nc h:4\nd h:5\n", &next, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 2);
+	ck_assert_uint_eq(ch.n, 2);
+	ck_assert_str_eq(find_change(&ch, "c")->old_value, "h:3");
+	ck_assert_str_eq(find_change(&ch, "c")->new_value, "h:4");
+	ck_assert(find_change(&ch, "c")->applied);
+	ck_assert_str_eq(find_change(&ch, "d")->old_value, "(not set)");
+	ck_assert_uint_eq(cur.n_peers, 3);
+	ck_assert_str_eq(cur.peers[2].name, "d");
+	config_release(&next);
+	rc = peers_load("a", PEERS_CONF, "b h:2\n", &next, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ch.n = 0;
+	ck_assert_int_eq(config_reload_merge(&cur, &next, record_change, &ch), 2);
+	ck_assert_str_eq(find_change(&ch, "c")->new_value, "(not set)");
+	ck_assert_str_eq(find_change(&ch, "d")->new_value, "(not set)");
+	ck_assert_uint_eq(cur.n_peers, 1);
+	config_release(&cur);
+	config_release(&next);
 }
 END_TEST
 
@@ -1650,7 +1932,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("bad files");
 	tcase_add_loop_test(tc, bad_file, 0, N_OF(bad_cases));
-	tcase_add_test(tc, too_many_peers);
+	tcase_add_test(tc, many_peers);
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, directory);
 	tcase_add_test(tc, short_error_buffer);
@@ -1678,6 +1960,14 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, print_lists_every_key);
 	tcase_add_test(tc, print_ports_round_trip);
 	tcase_add_test(tc, reload_merge);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("peers file");
+	tcase_add_test(tc, peers_file_good);
+	tcase_add_loop_test(tc, peers_file_bad, 0, N_OF(peers_cases));
+	tcase_add_test(tc, peers_file_unreadable);
+	tcase_add_test(tc, peers_file_many);
+	tcase_add_test(tc, peers_file_reload);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("options");

@@ -469,9 +469,8 @@ START_TEST(table_is_consistent)
 		else if (k->type->kind == CONFIG_BYTES && strcmp(k->unit, "bytes") != 0)
 			problem("[%s] %s: a byte count in unit %s", k->section, name, k->unit);
 		if (!k->name) {
-			if (k->type->kind != CONFIG_LIST || k->reload)
-				problem("[%s]: a row without a name is a whole section, never "
-					"reloaded", k->section);
+			if (k->type->kind != CONFIG_LIST)
+				problem("[%s]: a row without a name is a whole section", k->section);
 			continue;
 		}
 		if (k->type->kind == CONFIG_LIST)
@@ -629,6 +628,11 @@ START_TEST(man_reload_list)
 		depth += word[0] == '(';
 		if (depth == 0 && word[0] == '[' && word[strlen(word) - 1] == ']') {
 			snprintf(section, sizeof(section), "%.*s", (int)strlen(word) - 2, word + 1);
+			/* A section of named lines is listed by its name alone. */
+			const struct config_key *lines = list_row(section);
+
+			if (lines && lines->reload)
+				listed[lines - config_keys] = true;
 		} else if (depth == 0 && word[0]) {
 			const struct config_key *k = config_key_find(section, word);
 
@@ -645,7 +649,8 @@ START_TEST(man_reload_list)
 	for (j = 0; j < config_n_keys; j++)
 		if (config_keys[j].reload && !listed[j])
 			problem(".SS Reload: [%s] %s: a reload applies it, not listed",
-				config_keys[j].section, config_keys[j].name);
+				config_keys[j].section,
+				config_keys[j].name ? config_keys[j].name : "(its lines)");
 	ASSERT_NO_PROBLEMS("man/sluiced.conf.5");
 }
 END_TEST
