@@ -474,12 +474,18 @@ static void expect_daemon_books_balance(const struct h_daemon *d)
 
 void h_daemon_stop(struct h_daemon *d)
 {
+	H_ASSERT(d->pid > 0, "daemon %s not running", d->name);
+	expect_daemon_books_balance(d);
+	h_daemon_term(d);
+}
+
+void h_daemon_term(struct h_daemon *d)
+{
 	int64_t deadline;
 	pid_t w;
 	int st = 0;
 
 	H_ASSERT(d->pid > 0, "daemon %s not running", d->name);
-	expect_daemon_books_balance(d);
 	H_ASSERT(kill(d->pid, SIGTERM) == 0, "kill %s: %s", d->name, strerror(errno));
 	deadline = h_now_ms() + H_STOP_TIMEOUT_MS;
 	while ((w = waitpid(d->pid, &st, WNOHANG)) == 0) {

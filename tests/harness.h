@@ -157,6 +157,10 @@ void h_daemon_restart(struct h_daemon *d, const struct h_daemon *peers, unsigned
  * error. */
 void h_daemon_stop(struct h_daemon *d);
 
+/* h_daemon_stop() without the books: for a daemon whose statistics do
+ * not fit struct h_stats (thousands of links). */
+void h_daemon_term(struct h_daemon *d);
+
 /* SIGKILL the daemon, reap it, and remove its runtime directory (the
  * daemon cannot).  Fatal on error. */
 void h_daemon_kill(struct h_daemon *d);
