@@ -1624,6 +1624,9 @@ int link_setup_all(struct daemon *d, const struct link_handlers *up)
 	int rc;
 
 	d->link_handlers = up;
+	rc = link_table_reserve(d, d->cfg.n_peers);
+	if (rc < 0)
+		return rc;
 	for (i = 0; i < d->cfg.n_peers; i++) {
 		rc = link_add(d, &d->cfg.peers[i]);
 		if (rc < 0)

@@ -54,27 +54,35 @@ static void index_put(struct link_index *ix, uint32_t node_id, struct link *l)
 	ix->used++;
 }
 
-int link_index_insert(struct link_index *ix, uint32_t node_id, struct link *l)
+/* Room in @ix for @n entries in all.  Returns 0 or -ENOMEM (@ix as before). */
+static int index_reserve(struct link_index *ix, size_t n)
 {
 	struct link_index bigger = { 0 };
 	size_t slots = ix->slot ? ix->mask + 1 : LINK_INDEX_MIN, s;
 
-	if (!ix->slot || 2 * (ix->used + 1) > slots) {
-		if (ix->slot) {
-			if (slots > SIZE_MAX / 2 / sizeof(*ix->slot))
-				return -ENOMEM;
-			slots *= 2;
-		}
-		bigger.slot = calloc(slots, sizeof(*bigger.slot));
-		if (!bigger.slot)
+	if (ix->slot && 2 * n <= slots)
+		return 0;
+	while (2 * n > slots) {
+		if (slots > SIZE_MAX / 2 / sizeof(*ix->slot))
 			return -ENOMEM;
-		bigger.mask = slots - 1;
-		for (s = 0; ix->slot && s <= ix->mask; s++)
-			if (ix->slot[s].l)
-				index_put(&bigger, ix->slot[s].node_id, ix->slot[s].l);
-		free(ix->slot);
-		*ix = bigger;
+		slots *= 2;
 	}
+	bigger.slot = calloc(slots, sizeof(*bigger.slot));
+	if (!bigger.slot)
+		return -ENOMEM;
+	bigger.mask = slots - 1;
+	for (s = 0; ix->slot && s <= ix->mask; s++)
+		if (ix->slot[s].l)
+			index_put(&bigger, ix->slot[s].node_id, ix->slot[s].l);
+	free(ix->slot);
+	*ix = bigger;
+	return 0;
+}
+
+int link_index_insert(struct link_index *ix, uint32_t node_id, struct link *l)
+{
+	if (index_reserve(ix, ix->used + 1) < 0)
+		return -ENOMEM;
 	index_put(ix, node_id, l);
 	return 0;
 }
@@ -109,6 +117,22 @@ void link_index_free(struct link_index *ix)
 {
 	free(ix->slot);
 	memset(ix, 0, sizeof(*ix));
+}
+
+int link_table_reserve(struct daemon *d, size_t n)
+{
+	struct link **v;
+
+	if (n > d->links_cap) {
+		if (n > SIZE_MAX / sizeof(*v))
+			return -ENOMEM;
+		v = realloc(d->links, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		d->links = v;
+		d->links_cap = n;
+	}
+	return index_reserve(&d->links_by_node, n);
 }
 
 int link_table_add(struct daemon *d, struct link *l)
@@ -173,6 +197,8 @@ void link_table_sync(struct daemon *d, struct link_sync_counts *out)
 	size_t i;
 	int rc;
 
+	/* Not fatal: link_add() grows what it needs. */
+	(void)link_table_reserve(d, d->cfg.n_peers > d->n_links ? d->cfg.n_peers : d->n_links);
 	for (i = 0; i < d->n_links; i++)
 		d->links[i]->listed = false;
 	for (i = 0; i < d->cfg.n_peers; i++) {

@@ -36,8 +36,14 @@ struct link *link_find(struct daemon *d, uint32_t node_id);
  * -ENOMEM (nothing changed).
  * link_table_remove - @l leaves both; nothing when it is not there.  The
  * caller frees it.
+ * link_table_reserve - room in both for @n links in all, at once: a
+ *   start with thousands of peers grows neither link by link (and frees
+ *   no large block meanwhile, which would move malloc's mmap threshold
+ *   above the transport's per-connection buffers).  Returns 0 or -ENOMEM
+ *   (what fitted stays).
  * link_table_free - free both arrays (the links are gone already).
  */
+int link_table_reserve(struct daemon *d, size_t n);
 int link_table_add(struct daemon *d, struct link *l);
 void link_table_remove(struct daemon *d, struct link *l);
 void link_table_free(struct daemon *d);
