@@ -124,7 +124,8 @@ void link_demand(struct link *l)
 	if (l->dialer) {
 		link_dial(l);
 	} else {
-		link_nudge(l);
+		if (!l->nudge)	/* one may still be leaving from before */
+			link_nudge(l);
 		link_schedule_redial(l);	/* and again, until it dials */
 	}
 	enforce_max_links(d);
