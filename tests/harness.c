@@ -759,18 +759,19 @@ long h_proc_hwm_kb(pid_t pid)
 	return proc_status_kb(pid, "VmHWM:");
 }
 
-long h_proc_cpu_ticks(pid_t pid)
+/* /proc/@pid/@file into @buf (@cap bytes, NUL-terminated): its length or
+ * -errno. */
+static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t cap)
 {
-	char path[64], buf[1024], *p;
-	unsigned long ut, st;
+	char path[64];
 	ssize_t n;
-	int fd, i;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, cap - 1);
 	if (n < 0) {
 		int rc = -errno;
 
@@ -780,6 +781,18 @@ long h_proc_cpu_ticks(pid_t pid)
 	if (close(fd) < 0)
 		return -errno;
 	buf[n] = '\0';
+	return n;
+}
+
+long h_proc_cpu_ticks(pid_t pid)
+{
+	char buf[1024], *p;
+	unsigned long ut, st;
+	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf));
+	int i;
+
+	if (n < 0)
+		return (long)n;
 	/* The command name may hold spaces: fields count from its ')'. */
 	p = strrchr(buf, ')');
 	if (!p)
@@ -794,27 +807,14 @@ long h_proc_cpu_ticks(pid_t pid)
 
 long h_proc_runq_wait_ms(pid_t pid)
 {
-	char path[64], buf[128];
+	char buf[128];
 	unsigned long long run_ns, wait_ns;
-	ssize_t n;
-	int fd;
-
 	/* The main thread's: /proc/PID/schedstat is the thread group
 	 * leader's "on-cpu waiting timeslices" (ns, ns, count). */
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		int rc = -errno;
+	ssize_t n = read_proc(pid, "schedstat", buf, sizeof(buf));
 
-		(void)close(fd);
-		return rc;
-	}
-	if (close(fd) < 0)
-		return -errno;
-	buf[n] = '\0';
+	if (n < 0)
+		return (long)n;
 	if (sscanf(buf, "%llu %llu", &run_ns, &wait_ns) != 2)
 		return -EPROTO;
 	return (long)(wait_ns / 1000000);
