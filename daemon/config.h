@@ -91,6 +91,7 @@ struct config {
 	uint32_t max_queues;	/* per daemon */
 	uint32_t link_backlog_max;	/* sends waiting per link */
 	uint32_t max_links;		/* connected at once; LRU idle ones close first */
+	uint32_t max_resolved_peers;	/* added by sl_node_resolve() (resolve.h) */
 	uint32_t client_max_queues;
 	uint64_t client_max_arena_bytes;
 	uint32_t client_max_inflight;

@@ -165,7 +165,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key transport", "[transport]\nport = 7400\n", -EINVAL,
 	  ":2: [transport] port: unknown key (allowed: kind, device, listen, default_port, eager_max, sq_depth, max_mr, eager_credits, socket_buffer, peer_timeout_ms, ack_timeout_ms, redial_min_ms, redial_max_ms, idle_link_ms)" },
 	{ "unknown key limits", "[limits]\n\nmax_peers = 3\n", -EINVAL,
-	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":3: [limits] max_peers: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, max_resolved_peers, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
@@ -173,7 +173,7 @@ static const struct bad_case bad_cases[] = {
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
-	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
+	  ":2: [limits] max_bytes: unknown key (allowed: arena_bytes, max_queues, unexpected_max_bytes, unexpected_total_bytes, link_backlog_max, max_links, max_resolved_peers, client_max_queues, client_max_arena_bytes, client_max_inflight, uid_max_contexts, uid_max_queues, uid_max_arena_bytes, uid_max_inflight)" },
 	{ "limits key in [rcache]", "[rcache]\nmax_queues = 4\n", -EINVAL,
 	  ":2: [rcache] max_queues: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "section name rcache is case-sensitive", "[RCache]\n", -EINVAL,
@@ -1426,7 +1426,7 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 46);
+	ck_assert_uint_eq(keys, 47);
 	free(text);
 }
 END_TEST
