@@ -239,6 +239,56 @@ void sl_close(struct sl_ctx *ctx);
 uint32_t sl_local_node(const struct sl_ctx *ctx);
 
 /*
+ * sl_node_resolve - the node id of node @name, which the daemon then
+ * knows as a peer, even when its configuration does not list it.
+ * @ctx:  an open context.
+ * @name: NUL-terminated node name, 1..63 characters from A-Z a-z 0-9 . _ -
+ *        (the daemons' rule for node names).
+ * @node: on success, sl_node_id(@name).
+ *
+ * The local node's name and every peer of [peers] and [daemon] peers_file
+ * (and any node resolved before) answer at once.  For any other name the
+ * daemon asks the system resolver (getaddrinfo(3): /etc/hosts, DNS, ...)
+ * for @name as a host, without holding up its other work, and on success
+ * adds a peer @name at the address found and the port [transport]
+ * default_port (listen's port when that is not set), as a peers_file line
+ * "@name" without a port would: sends to @node may follow at once (the
+ * link connects on first use).  The peer stays until the daemon stops,
+ * or until a reload lists @name (then it is a configured peer, at the
+ * file's address) or another name with the same node id (then that one
+ * replaces it); see sluiced.conf(5), [limits] max_resolved_peers.  The
+ * other node must know this one to let its link up (its own [peers],
+ * peers_file, or an sl_node_resolve() of its own).
+ *
+ * Blocks the calling thread until the daemon answers: at most about
+ * SL_NODE_RESOLVE_TIMEOUT_MS milliseconds for a name it resolves.
+ * Returns 0, or
+ *   -EINVAL     @name is not a node name (or @ctx, @name, @node NULL);
+ *   -ENOENT     the resolver knows no address for @name;
+ *   -ETIMEDOUT  the resolver gave no answer within
+ *               SL_NODE_RESOLVE_TIMEOUT_MS;
+ *   -EAGAIN     SL_NODE_RESOLVE_MAX_INFLIGHT resolutions (of all clients)
+ *               are under way at the daemon: try again later;
+ *   -ENOSPC     the daemon holds [limits] max_resolved_peers resolved
+ *               peers (those under way included);
+ *   -EEXIST     another node already known (or this one) has the node id
+ *               of @name: two names with one hash cannot both be nodes;
+ *   -EOPNOTSUPP the daemon has no [transport] listen, so no peers at all;
+ *   -ESHUTDOWN  the daemon is stopping;
+ *   -ENOMEM, -EIO (the resolver failed otherwise), -EPROTO (malformed
+ *   reply), -ECONNRESET (the daemon went away).
+ * A daemon older than this library does not know the request and closes
+ * the context (-EPROTO or -ECONNRESET; the context is unusable after).
+ * Thread-safe: calls on one @ctx serialise with each other and with
+ * sl_queue_open() and sl_queue_close() (the context's lock, held while
+ * the daemon resolves), so a thread that must not wait resolves on a
+ * context of its own.
+ */
+#define SL_NODE_RESOLVE_TIMEOUT_MS 5000
+#define SL_NODE_RESOLVE_MAX_INFLIGHT 16
+int sl_node_resolve(struct sl_ctx *ctx, const char *name, uint32_t *node);
+
+/*
  * sl_queue_open - open a queue bound to a port.
  * @ctx:   an open context.
  * @port:  1..65535, or 0 for a free ephemeral port.  Ports below

@@ -58,4 +58,9 @@ bool daemon_gone(struct sl_queue *q);
 int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	     int *fds, unsigned max_fds, unsigned *nfds);
 
+/* ctl_call() of a request @len bytes long that starts with @req
+ * (NODE_RESOLVE's is longer than struct sl_ctl_req). */
+int ctl_call_len(struct sl_ctx *ctx, struct sl_ctl_req *req, size_t len,
+		 struct sl_ctl_rep *rep, int *fds, unsigned max_fds, unsigned *nfds);
+
 #endif

@@ -14,6 +14,12 @@
 int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	     int *fds, unsigned max_fds, unsigned *nfds)
 {
+	return ctl_call_len(ctx, req, sizeof(*req), rep, fds, max_fds, nfds);
+}
+
+int ctl_call_len(struct sl_ctx *ctx, struct sl_ctl_req *req, size_t len,
+		 struct sl_ctl_rep *rep, int *fds, unsigned max_fds, unsigned *nfds)
+{
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
@@ -32,7 +38,7 @@ int ctl_call(struct sl_ctx *ctx, struct sl_ctl_req *req, struct sl_ctl_rep *rep,
 	if (++ctx->seq == 0)
 		ctx->seq = 1;
 	req->hdr.seq = ctx->seq;
-	if (send(ctx->fd, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req)) {
+	if (send(ctx->fd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
 		rc = errno == EPIPE ? -ECONNRESET : -errno;
 		/* A daemon that refused at once may have closed already: its
 		 * reason is still there to read. */
@@ -195,4 +201,28 @@ SL_EXPORT void sl_close(struct sl_ctx *ctx)
 SL_EXPORT uint32_t sl_local_node(const struct sl_ctx *ctx)
 {
 	return ctx->node;
+}
+
+SL_EXPORT int sl_node_resolve(struct sl_ctx *ctx, const char *name, uint32_t *node)
+{
+	struct sl_ctl_resolve_req req = { .req.hdr.op = SL_CTL_NODE_RESOLVE };
+	struct sl_ctl_rep rep;
+	unsigned nfds;
+	size_t n;
+	int rc;
+
+	if (!ctx || !name || !node)
+		return -EINVAL;
+	/* The daemon checks the characters; the length decides what fits. */
+	n = strnlen(name, sizeof(req.name));
+	if (n == 0 || n == sizeof(req.name))
+		return -EINVAL;
+	memcpy(req.name, name, n);
+	rc = ctl_call_len(ctx, &req.req, sizeof(req), &rep, NULL, 0, &nfds);
+	if (rc)
+		return rc;
+	if (rep.error)
+		return -rep.error;
+	*node = rep.node;
+	return 0;
 }

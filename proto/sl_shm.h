@@ -155,13 +155,14 @@ _Static_assert(offsetof(struct sl_cqe, sender_uid) == 40, "cqe sender_uid");
 /* Control socket (UNIX SOCK_SEQPACKET): one message per request/reply  */
 /* ------------------------------------------------------------------ */
 
-/* Version 1: HELLO, QUEUE_OPEN, QUEUE_CLOSE as below. */
+/* Version 1: HELLO, QUEUE_OPEN, QUEUE_CLOSE and NODE_RESOLVE as below. */
 #define SL_CTL_VERSION 1u
 
 enum sl_ctl_op {
 	SL_CTL_HELLO = 1,
 	SL_CTL_QUEUE_OPEN = 2,
 	SL_CTL_QUEUE_CLOSE = 3,
+	SL_CTL_NODE_RESOLVE = 4,	/* struct sl_ctl_resolve_req */
 };
 
 /* Every request starts with this; the reply echoes op and seq.  A client
@@ -185,6 +186,21 @@ struct sl_ctl_req {
 _Static_assert(sizeof(struct sl_ctl_req) == 40, "ctl req size");
 
 /*
+ * NODE_RESOLVE's request (sl_node_resolve()): the only one longer than
+ * struct sl_ctl_req, whose fields it starts with (all 0 but the header).
+ * @name is a node name (1..63 characters from A-Z a-z 0-9 . _ -), NUL
+ * padded to the end; the daemon refuses anything else with EINVAL.  The
+ * reply, maybe seconds later (the daemon resolves the name meanwhile),
+ * carries the node id in @node, or @error.
+ */
+#define SL_CTL_NAME_MAX 64	/* bytes of a node name with its NUL */
+struct sl_ctl_resolve_req {
+	struct sl_ctl_req req;
+	char name[SL_CTL_NAME_MAX];
+};
+_Static_assert(sizeof(struct sl_ctl_resolve_req) == 104, "ctl resolve req size");
+
+/*
  * Reply.  @error is 0 or a positive errno, the one sl_queue_open() returns
  * negated (sluice.h); a daemon out of its own descriptors says ENFILE,
  * never EMFILE, which the client keeps for its own.  A QUEUE_OPEN reply that
@@ -195,7 +211,7 @@ _Static_assert(sizeof(struct sl_ctl_req) == 40, "ctl req size");
 struct sl_ctl_rep {
 	struct sl_ctl_hdr hdr;
 	int32_t error;
-	uint32_t node;		/* HELLO and QUEUE_OPEN */
+	uint32_t node;		/* HELLO, QUEUE_OPEN and NODE_RESOLVE */
 	uint32_t queue_id;	/* QUEUE_OPEN */
 	uint32_t port;		/* QUEUE_OPEN: the bound port */
 	uint64_t seg_size;	/* QUEUE_OPEN */
