@@ -111,6 +111,7 @@ struct config {
 	uint32_t fault_post_enomem_every;	/* 0: off */
 	uint64_t fault_reg_fail_after;	/* CONFIG_FAULT_OFF: off */
 	uint32_t fault_delay_completions_us;	/* 0: off */
+	uint32_t fault_resolve_delay_ms;	/* 0: off (resolve.c) */
 	uint64_t fault_cut_after_frames;	/* 0: off */
 	uint32_t fault_cut_every_frames;	/* 0: off */
 	/* [security] */

@@ -169,7 +169,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown key rcache", "[rcache]\nsize = 1G\n", -EINVAL,
 	  ":2: [rcache] size: unknown key (allowed: chunk_bytes, max_regions, max_bytes, max_waiters, max_wait_ms)" },
 	{ "unknown key fault", "[fault]\ndrop_every = 3\n", -EINVAL,
-	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, cut_after_frames, cut_every_frames, write_shift_bytes, write_replay)" },
+	  ":2: [fault] drop_every: unknown key (allowed: post_enomem_every, reg_fail_after, delay_completions_us, resolve_delay_ms, cut_after_frames, cut_every_frames, write_shift_bytes, write_replay)" },
 	{ "key in wrong section", "[daemon]\neager_max = 1\n", -EINVAL,
 	  ":2: [daemon] eager_max: unknown key (allowed: node, runtime_dir, log_level, client_group, admin_group, shutdown_drain_ms, peers_file)" },
 	{ "rcache key in [limits]", "[limits]\nmax_bytes = 1G\n", -EINVAL,
@@ -1426,7 +1426,7 @@ START_TEST(print_lists_every_key)
 			keys++;
 		}
 	}
-	ck_assert_uint_eq(keys, 47);
+	ck_assert_uint_eq(keys, 48);
 	free(text);
 }
 END_TEST
