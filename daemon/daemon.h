@@ -32,6 +32,7 @@ struct endpoint_rndv_hooks;
 struct admin;
 struct link_auth;
 struct service;
+struct resolver;
 
 #define SLD_PORTS 65536u
 #define SLD_SOCKET_NAME "sluiced.sock"
@@ -186,6 +187,11 @@ struct daemon {
 	size_t n_links;
 	size_t links_cap;		/* room in links[] */
 	struct link_index links_by_node;
+	/* Of the links, those a client's sl_node_resolve() added
+	 * (link_add_resolved), against [limits] max_resolved_peers. */
+	size_t n_resolved_peers;
+	struct resolver *resolver;	/* lookups under way (resolve.c); NULL
+					 * before the first */
 	/* Links with frames, writes, ACKs or rendezvous to finish for the
 	 * passes (link_kick); the others cost a pass nothing. */
 	TAILQ_HEAD(link_ready_list, link) link_ready;

@@ -205,14 +205,33 @@ int link_auth_load_keys(const struct config *c, struct peer_keys *ks, char *err,
 	return 0;
 }
 
+/* The first AUTH_ADDRS_MAX addresses of @res, as text, into @ap (which
+ * has none).  Returns 0 or -ENOMEM (@ap still without). */
+static int keep_addrs(struct auth_peer *ap, const struct addrinfo *res)
+{
+	const struct addrinfo *ai;
+	char name[AUTH_ADDR_LEN + 8];
+	unsigned n = 0;
+
+	for (ai = res; ai && n < AUTH_ADDRS_MAX; ai = ai->ai_next)
+		n++;
+	ap->addrs = calloc(n ? n : 1, sizeof(*ap->addrs));
+	if (!ap->addrs)
+		return -ENOMEM;
+	for (ai = res; ai && ap->n_addrs < n; ai = ai->ai_next) {
+		xport_addr_name(ai->ai_addr, name, sizeof(name));
+		xport_addr_host(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
+		ap->n_addrs++;
+	}
+	return 0;
+}
+
 /* The addresses of @l's peer into @ap, once (as the dialer's connects
  * resolve, on the loop).  Returns 0 or -errno (logged, rate-limited). */
 static int resolve_peer(struct link *l, struct auth_peer *ap)
 {
 	const struct peer_conf *pc = l->peer;
-	struct addrinfo *res, *ai;
-	char name[AUTH_ADDR_LEN + 8];
-	unsigned n = 0;
+	struct addrinfo *res;
 	int rc;
 
 	if (ap->addrs)
@@ -223,21 +242,20 @@ static int resolve_peer(struct link *l, struct auth_peer *ap)
 			  "does", pc->name, pc->host, strerror(-rc));
 		return rc;
 	}
-	for (ai = res; ai && n < AUTH_ADDRS_MAX; ai = ai->ai_next)
-		n++;
-	ap->addrs = calloc(n ? n : 1, sizeof(*ap->addrs));
-	if (!ap->addrs) {
-		freeaddrinfo(res);
-		peer_warn(l, "link %s: cannot keep its addresses: out of memory", pc->name);
-		return -ENOMEM;
-	}
-	for (ai = res; ai && ap->n_addrs < n; ai = ai->ai_next) {
-		xport_addr_name(ai->ai_addr, name, sizeof(name));
-		xport_addr_host(name, ap->addrs[ap->n_addrs], AUTH_ADDR_LEN);
-		ap->n_addrs++;
-	}
+	rc = keep_addrs(ap, res);
 	freeaddrinfo(res);
-	return 0;
+	if (rc < 0)
+		peer_warn(l, "link %s: cannot keep its addresses: out of memory", pc->name);
+	return rc;
+}
+
+int link_auth_link_addrs(struct link *l, const struct addrinfo *res)
+{
+	struct auth_peer *ap = peer_of(l);
+
+	if (!ap || ap->addrs)
+		return 0;
+	return keep_addrs(ap, res);
 }
 
 /* Does @c come from an address of @l's configured peer? */

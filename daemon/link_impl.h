@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netdb.h>
 #include <sys/queue.h>
 #include <ev.h>
 
@@ -37,6 +38,8 @@ struct link {
 	bool quiet_close;		/* we close its connection on purpose: no
 					 * warning for it */
 	bool listed;			/* link_table_sync: its peer is still listed */
+	bool resolved;			/* added by sl_node_resolve(), listed nowhere
+					 * (link_add_resolved) */
 	struct auth_peer *auth;		/* the handshake's (link_auth.c) */
 	bool timed_out;			/* down past peer_timeout_ms, or said BYE */
 	bool bye_rx;			/* the peer said BYE: no peer timeout wait */
@@ -197,6 +200,11 @@ bool link_idle_went_down(struct link *l);
  *   address.
  */
 int link_add(struct daemon *d, const struct peer_conf *pc);
+
+/* link_auth.c: @res (a getaddrinfo() answer for @l's peer, not kept) as
+ * the addresses the handshake accepts its connections from, instead of
+ * a lookup of its own.  Returns 0 or -ENOMEM (then it looks up later). */
+int link_auth_link_addrs(struct link *l, const struct addrinfo *res);
 void link_remove(struct link *l);
 void link_readdress(struct link *l, const struct peer_conf *pc);
 

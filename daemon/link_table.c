@@ -164,6 +164,10 @@ void link_table_remove(struct daemon *d, struct link *l)
 
 	if (link_find(d, l->node_id) != l)
 		return;
+	if (l->resolved) {
+		l->resolved = false;
+		d->n_resolved_peers--;
+	}
 	link_index_remove(&d->links_by_node, l->node_id);
 	for (i = 0; i < d->n_links; i++) {
 		if (d->links[i] == l) {
@@ -183,6 +187,22 @@ void link_table_free(struct daemon *d)
 	link_index_free(&d->links_by_node);
 }
 
+int link_add_resolved(struct daemon *d, const struct peer_conf *pc,
+		      const struct addrinfo *res)
+{
+	struct link *l;
+	int rc = link_add(d, pc);
+
+	if (rc < 0)
+		return rc;
+	l = link_find(d, pc->node_id);
+	l->resolved = true;
+	d->n_resolved_peers++;
+	/* Not fatal: the handshake looks the numeric host up itself. */
+	(void)link_auth_link_addrs(l, res);
+	return 0;
+}
+
 /*
  * Three passes: mark the links whose peer is still listed (readdressing
  * those that moved), remove the unmarked ones, then add the peers
@@ -199,14 +219,23 @@ void link_table_sync(struct daemon *d, struct link_sync_counts *out)
 
 	/* Not fatal: link_add() grows what it needs. */
 	(void)link_table_reserve(d, d->cfg.n_peers > d->n_links ? d->cfg.n_peers : d->n_links);
+	/* Resolved peers stay unless the list names their node otherwise. */
 	for (i = 0; i < d->n_links; i++)
-		d->links[i]->listed = false;
+		d->links[i]->listed = d->links[i]->resolved;
 	for (i = 0; i < d->cfg.n_peers; i++) {
 		pc = &d->cfg.peers[i];
 		l = link_find(d, pc->node_id);
-		if (!l || strcmp(l->peer->name, pc->name) != 0)
+		if (!l)
 			continue;
+		if (strcmp(l->peer->name, pc->name) != 0) {
+			l->listed = false;	/* its node id is another name's now */
+			continue;
+		}
 		l->listed = true;
+		if (l->resolved) {
+			l->resolved = false;	/* configured from now on */
+			d->n_resolved_peers--;
+		}
 		if (strcmp(l->peer->host, pc->host) != 0 || l->peer->port != pc->port) {
 			link_readdress(l, pc);
 			n.readdressed++;

@@ -62,6 +62,19 @@ struct link *link_index_get(const struct link_index *ix, uint32_t node_id);
 bool link_index_remove(struct link_index *ix, uint32_t node_id);
 void link_index_free(struct link_index *ix);
 
+/*
+ * link_add_resolved - a link to @pc, a node no configuration lists that
+ * a client named (resolve.h), made as link_add() makes one; @res (the
+ * lookup's answer, not kept) gives the addresses its connections are
+ * accepted from, as a configured peer's lookup would.  Counted in
+ * d->n_resolved_peers until it goes or a reload lists it
+ * (link_table_sync).  Returns 0, -EEXIST or -ENOMEM (nothing made).
+ */
+struct addrinfo;
+struct peer_conf;
+int link_add_resolved(struct daemon *d, const struct peer_conf *pc,
+		      const struct addrinfo *res);
+
 /* What link_table_sync() did. */
 struct link_sync_counts {
 	unsigned added, removed, readdressed, failed;
@@ -76,7 +89,11 @@ struct link_sync_counts {
  * link to a peer no longer listed removed (link_remove: every operation
  * waiting on it completes SL_ERR_PEER_DOWN, once, and later ones naming
  * the node SL_ERR_UNKNOWN_NODE), a peer at a new host or port
- * readdressed in place (link_readdress).  O(peers + links).  A link that
+ * readdressed in place (link_readdress).  A resolved peer
+ * (link_add_resolved) is not removed for being in no file: it becomes a
+ * configured peer when the new list names it (readdressed if the file
+ * puts it elsewhere), and is replaced when the list gives its node id to
+ * another name.  O(peers + links).  A link that
  * cannot be made is logged and counted in @out->failed (the peer stays
  * without one until the next reload).  @out may be NULL.
  */
