@@ -27,6 +27,7 @@
 #include "peer_auth.h"
 #include "queue.h"
 #include "release.h"
+#include "resolve.h"
 #include "service.h"
 #include "session.h"
 
@@ -359,6 +360,7 @@ static void daemon_teardown(struct daemon *d)
 	daemon_flush_cq_wakeups(d);
 	while ((s = TAILQ_FIRST(&d->sessions)))
 		session_destroy(s);
+	resolve_stop(d);	/* lookups still running free their own */
 	daemon_rcache_destroy(d);
 	if (d->xp) {
 		d->xp->ops->destroy(d->xp);

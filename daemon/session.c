@@ -26,6 +26,7 @@
 #include "queue.h"
 #include "peer_groups.h"
 #include "rate_log.h"
+#include "resolve.h"
 #include "session.h"
 
 /* Seconds between two log lines about queues refused at max_queues. */
@@ -196,27 +197,99 @@ static void handle_queue_close(struct session *s, const struct sl_ctl_req *req,
 	engine_close_queue(q);
 }
 
+/* The lookup of a NODE_RESOLVE ended (resolve.h).  A reply that cannot
+ * go drops the client: it waits for it.  The session is not freed here
+ * (the resolver is in its walk): shut down, its socket reads EOF. */
+static void resolve_answer(void *owner, uint32_t seq, int err, uint32_t node)
+{
+	struct session *s = owner;
+	struct sl_ctl_rep rep = {
+		.hdr = { .version = SL_CTL_VERSION, .op = SL_CTL_NODE_RESOLVE, .seq = seq },
+		.error = err,
+		.node = err ? 0 : node,
+	};
+	int rc = send_reply(s, &rep, NULL, 0);
+
+	if (rc) {
+		log_info("client pid %d: resolve reply: %s; dropping it", (int)s->pid,
+			 strerror(-rc));
+		if (shutdown(s->fd, SHUT_RDWR) < 0)
+			log_debug("client pid %d: shutdown: %m", (int)s->pid);
+	}
+}
+
+/* NODE_RESOLVE: a name padded with NULs, the other fields 0. */
+static bool resolve_req_valid(const struct sl_ctl_resolve_req *rr)
+{
+	const struct sl_ctl_req *req = &rr->req;
+	const char *nul = memchr(rr->name, '\0', sizeof(rr->name));
+	size_t i;
+
+	if (req->port || req->depth || req->queue_id)
+		return false;
+	for (i = 0; i < sizeof(req->rsvd) / sizeof(req->rsvd[0]); i++)
+		if (req->rsvd[i])
+			return false;
+	if (!nul)
+		return false;
+	for (i = (size_t)(nul - rr->name); i < sizeof(rr->name); i++)
+		if (rr->name[i])
+			return false;
+	return config_name_valid(rr->name);
+}
+
+static int handle_node_resolve(struct session *s, const struct sl_ctl_resolve_req *rr,
+			       struct sl_ctl_rep *rep)
+{
+	uint32_t node = 0;
+	int rc;
+
+	if (!resolve_req_valid(rr)) {
+		rep->error = EINVAL;
+		return send_reply(s, rep, NULL, 0);
+	}
+	rc = resolve_node(s->d, rr->name, s, rr->req.hdr.seq, resolve_answer, &node);
+	if (rc == -EINPROGRESS)
+		return 0;	/* resolve_answer() replies */
+	rep->error = -rc;
+	rep->node = node;
+	return send_reply(s, rep, NULL, 0);
+}
+
 /* Returns 0, or -errno when the session must be dropped. */
 static int handle_request(struct session *s)
 {
+	union {
+		struct sl_ctl_req req;
+		struct sl_ctl_resolve_req resolve;
+	} u;
 	struct sl_ctl_req req;
 	struct sl_ctl_rep rep;
-	ssize_t n = recv(s->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
+	ssize_t n = recv(s->fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 
 	if (n < 0)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
 	if (n == 0)
 		return -ECONNRESET;
-	if ((size_t)n >= sizeof(req.hdr) && req.hdr.version != SL_CTL_VERSION) {
+	if ((size_t)n >= sizeof(u.req.hdr) && u.req.hdr.version != SL_CTL_VERSION) {
 		/* Say why before dropping it, so the client reports -EPROTO. */
 		memset(&rep, 0, sizeof(rep));
-		rep.hdr = req.hdr;
+		rep.hdr = u.req.hdr;
 		rep.error = EPROTO;
 		(void)send_reply(s, &rep, NULL, 0);
 		return -EPROTO;
 	}
+	/* Each request is exactly its size: a longer one (MSG_TRUNC) too. */
+	if ((size_t)n >= sizeof(u.req.hdr) && u.req.hdr.op == SL_CTL_NODE_RESOLVE) {
+		if ((size_t)n != sizeof(u.resolve))
+			return -EPROTO;
+		memset(&rep, 0, sizeof(rep));
+		rep.hdr = u.req.hdr;
+		return handle_node_resolve(s, &u.resolve, &rep);
+	}
 	if ((size_t)n != sizeof(req))
 		return -EPROTO;
+	req = u.req;
 	memset(&rep, 0, sizeof(rep));
 	rep.hdr = req.hdr;
 	switch (req.hdr.op) {
@@ -269,6 +342,7 @@ void session_destroy(struct session *s)
 		s->uq->arena_bytes -= q->arena_size;
 		engine_close_queue(q);
 	}
+	resolve_forget(s->d, s);	/* its lookups answer nobody */
 	uid_usage_detach(s->uq);
 	ev_io_stop(s->d->loop, &s->w);
 	if (close(s->fd) < 0)
