@@ -8,7 +8,8 @@
  *                      a resolves "localhost": sl_node_id("localhost"),
  *                      and a message each way arrives once, whichever of
  *                      the two dials (a runs once as each); a second call, a's own name and b's
- *                      name again answer at once
+ *                      name again answer at once; a reload keeps the
+ *                      resolved peer and its connection
  *   bad_names          "", 64 characters, a blank, a slash, a name that
  *                      does not resolve: EINVAL, EINVAL, EINVAL, EINVAL,
  *                      ENOENT; a forged request with bytes after the
@@ -28,6 +29,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +70,8 @@ static void resolve_and_send_as(const char *name_a)
 	struct sl_queue *qa, *qb;
 	uint32_t node;
 	char conf[128];
+	uint64_t connects;
+	unsigned before;
 	int64_t t0;
 	int rc;
 
@@ -90,6 +94,18 @@ static void resolve_and_send_as(const char *name_a)
 	ping(qa, qb, 7, 1);
 	ping(qb, qa, 8, 2);
 	ping(qa, qb, 9, 3);
+	/* A reload keeps the resolved peer, and its connection. */
+	connects = h_daemon_stat(&a, "link.localhost.connects");
+	before = tu_log_lines(&a, "changes applied");
+	H_ASSERT(kill(a.pid, SIGHUP) == 0, "kill: %s", strerror(errno));
+	t0 = h_now_ms();
+	while (tu_log_lines(&a, "changes applied") == before) {
+		H_ASSERT(h_now_ms() - t0 < 10000, "no reload summary within 10 s");
+		h_sleep_ms(10);
+	}
+	H_EQ(tu_log_lines(&a, "0 removed"), 1);
+	ping(qa, qb, 10, 4);
+	H_EQ(h_daemon_stat(&a, "link.localhost.connects"), connects);
 	/* Known now: no lookup, the same id. */
 	H_EQ(resolve(ca, "localhost", &node), 0);
 	H_EQ(node, b.node);
