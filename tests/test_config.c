@@ -775,6 +775,7 @@ START_TEST(full_valid_file)
 	ck_assert_uint_eq(c.peers[2].node_id, sl_node_id("delta_1"));
 	ck_assert_str_eq(c.peers[2].host, "fe80::1");
 	ck_assert_uint_eq(c.peers[2].port, 1);
+	config_release(&c);
 }
 END_TEST
 
@@ -1368,6 +1369,8 @@ START_TEST(print_full_round_trip)
 	ck_assert_ptr_nonnull(strstr(text, "\neager_max = 65537\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nsocket_buffer = 3K\n"));
 	free(text);
+	config_release(&c);
+	config_release(&back);
 }
 END_TEST
 
@@ -1636,6 +1639,7 @@ START_TEST(option_sets_key)
 		ck_assert(config_key_format(&c, k, val, sizeof(val)));
 		ck_assert_str_eq(val, oc->arg);
 	}
+	config_release(&c);	/* --peer adds to the list */
 }
 END_TEST
 
