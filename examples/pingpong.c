@@ -234,7 +234,18 @@ int main(int argc, char **argv)
 			fprintf(stderr, "serve: %s\n", strerror(-rc));
 		rc = rc < 0;
 	} else {
-		rc = ping(q, (sl_addr_t){ sl_node_id(argv[1]), port }, rounds);
+		/* man: sl_node_resolve(3) */
+		uint32_t node;
+
+		/* A node name: a peer, or one the daemon looks up. */
+		rc = sl_node_resolve(ctx, argv[1], &node);
+		if (rc < 0) {
+			fprintf(stderr, "%s: %s\n", argv[1], strerror(-rc));
+			rc = 1;
+		} else {
+			rc = ping(q, (sl_addr_t){ node, port }, rounds);
+		}
+		/* man: end */
 	}
 	sl_close(ctx);
 	return rc;
