@@ -32,8 +32,8 @@
 #include "testutil.h"
 
 /* How long each case watches the refusals: several redials (50 ms back-off
- * doubling to redial_max_ms 2 s) inside one rate-limit period (60 s). */
-#define OBSERVE_MS 6000
+ * doubling: 7 dials by 3.2 s) inside one rate-limit period (60 s). */
+#define OBSERVE_MS 3500
 #define BYS_PORT 4100
 #define BYS_TAG 41
 #define BYS_LEN 512u
