@@ -48,13 +48,13 @@ bool link_is_quiet(const struct link *l)
 }
 
 /* How many links hold or seek a connection now. */
-static size_t links_connected(const struct daemon *d, const struct link **lru)
+static size_t links_connected(const struct daemon *d, struct link **lru)
 {
 	size_t i, n = 0;
 
 	*lru = NULL;
 	for (i = 0; i < d->n_links; i++) {
-		const struct link *l = d->links[i];
+		struct link *l = d->links[i];
 
 		if (l->state == LINK_IDLE)
 			continue;
@@ -91,7 +91,7 @@ static int ask_idle(struct link *l, uint64_t wr_id)
 /* Over max_links: ask the least recently used quiet links to close. */
 static void enforce_max_links(struct daemon *d)
 {
-	const struct link *lru;
+	struct link *lru;
 	size_t n = links_connected(d, &lru);
 
 	d->link_cap_checked = ev_now(d->loop);
@@ -106,7 +106,7 @@ static void enforce_max_links(struct daemon *d)
 	}
 	log_debug("link %s: closing, the least recently used of %zu (max_links %u)",
 		  lru->peer->name, n, d->cfg.max_links);
-	ask_idle((struct link *)lru, 0);
+	ask_idle(lru, 0);
 }
 
 void link_demand(struct link *l)
