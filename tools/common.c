@@ -131,6 +131,21 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+void parse_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	if (parse_u64(arg, min, max, out) < 0)
+		bad_usage("%s: %" PRIu64 " to %" PRIu64 ", got '%s'", opt, min, max, arg);
+}
+
+void sleep_us(uint64_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 unsigned parse_size_list(const char *opt, const char *arg, uint64_t max,
 			 uint64_t *out, unsigned cap)
 {

@@ -75,6 +75,14 @@ uint64_t get_le64(const uint8_t *p);
  */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* parse_u64() of option @opt's argument @arg into *@out, or bad_usage()
+ * naming the option and its range. */
+void parse_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		   uint64_t *out);
+
+/* Sleep @us microseconds, a signal's interruption included. */
+void sleep_us(uint64_t us);
+
 /*
  * Parse the argument @arg of option @opt (e.g. "--sizes"), a comma-
  * separated list of sizes as for parse_u64() within 0..@max, into @out,

@@ -135,14 +135,6 @@ static void *alloc_or_die(struct sl_queue *q, size_t len)
 	return p;
 }
 
-static void sleep_us(uint64_t us)
-{
-	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /*
  * Post a send or a receive, waiting out -EAGAIN (the daemon's
  * client_max_inflight; the SQ itself holds the window); dies on any other
@@ -411,13 +403,6 @@ static int receive_all(const struct opts *o)
 	return got == total && !dups && !bad && !errs ? 0 : 1;
 }
 
-static void parse_num(const char *opt, const char *arg, uint64_t min, uint64_t max,
-		      uint64_t *out)
-{
-	if (parse_u64(arg, min, max, out) < 0)
-		bad_usage("%s: %" PRIu64 " to %" PRIu64 ", got '%s'", opt, min, max, arg);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -446,18 +431,18 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'R': o.receive = true; break;
 		case 'S': o.send = true; break;
-		case 'p': parse_num("--port", optarg, 1, 65535, &o.port); break;
+		case 'p': parse_opt_u64("--port", optarg, 1, 65535, &o.port); break;
 		case 't': parse_to(optarg, &o.to); o.have_to = true; break;
-		case 'k': parse_num("--senders", optarg, 1, SENDERS_MAX, &o.senders); break;
-		case 'i': parse_num("--first-id", optarg, 0, SENDERS_MAX - 1, &o.first_id); break;
-		case 'c': parse_num("--count", optarg, 1, SENDERS_MAX, &o.count); break;
-		case 'm': parse_num("--messages", optarg, 1, MESSAGES_MAX, &o.messages); break;
-		case 'z': parse_num("--size", optarg, SIZE_MIN, SIZE_MAX_MSG, &o.size); break;
-		case 'w': parse_num("--window", optarg, 1, WINDOW_MAX, &o.window); break;
+		case 'k': parse_opt_u64("--senders", optarg, 1, SENDERS_MAX, &o.senders); break;
+		case 'i': parse_opt_u64("--first-id", optarg, 0, SENDERS_MAX - 1, &o.first_id); break;
+		case 'c': parse_opt_u64("--count", optarg, 1, SENDERS_MAX, &o.count); break;
+		case 'm': parse_opt_u64("--messages", optarg, 1, MESSAGES_MAX, &o.messages); break;
+		case 'z': parse_opt_u64("--size", optarg, SIZE_MIN, SIZE_MAX_MSG, &o.size); break;
+		case 'w': parse_opt_u64("--window", optarg, 1, WINDOW_MAX, &o.window); break;
 		case 's': o.sock = optarg; break;
 		case 'r': o.ready = optarg; break;
 		case 'd': o.done = optarg; break;
-		case 'T': parse_num("--timeout", optarg, 1, 3600, &o.timeout_s); break;
+		case 'T': parse_opt_u64("--timeout", optarg, 1, 3600, &o.timeout_s); break;
 		case 'h': usage(stdout); return 0;
 		default: return try_help();
 		}

@@ -196,14 +196,6 @@ static const struct peer *find_from(const struct opts *o, uint32_t id)
 	return bsearch(&key, o->from, o->n_from, sizeof(key), cmp_peer_id);
 }
 
-static void sleep_us(uint64_t us)
-{
-	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /*
  * Post a send (@to, @tag) or a receive (this node's tags), waiting out
  * -EAGAIN (the daemon's client_max_inflight; the queue's depth holds the
@@ -462,13 +454,6 @@ static int exchange(const struct opts *o)
 	       !n.recv_failed ? 0 : 1;
 }
 
-static void parse_num(const char *opt, const char *arg, uint64_t min, uint64_t max,
-		      uint64_t *out)
-{
-	if (parse_u64(arg, min, max, out) < 0)
-		bad_usage("%s: %" PRIu64 " to %" PRIu64 ", got '%s'", opt, min, max, arg);
-}
-
 /* --size MIN or MIN-MAX. */
 static void parse_sizes(const char *arg, struct opts *o)
 {
@@ -476,7 +461,7 @@ static void parse_sizes(const char *arg, struct opts *o)
 	char min[32];
 
 	if (!dash) {
-		parse_num("--size", arg, HEADER_BYTES, SIZE_MAX_MSG, &o->size_min);
+		parse_opt_u64("--size", arg, HEADER_BYTES, SIZE_MAX_MSG, &o->size_min);
 		o->size_max = o->size_min;
 		return;
 	}
@@ -484,8 +469,8 @@ static void parse_sizes(const char *arg, struct opts *o)
 		bad_usage("--size: MIN-MAX, got '%s'", arg);
 	memcpy(min, arg, (size_t)(dash - arg));
 	min[dash - arg] = '\0';
-	parse_num("--size", min, HEADER_BYTES, SIZE_MAX_MSG, &o->size_min);
-	parse_num("--size", dash + 1, o->size_min, SIZE_MAX_MSG, &o->size_max);
+	parse_opt_u64("--size", min, HEADER_BYTES, SIZE_MAX_MSG, &o->size_min);
+	parse_opt_u64("--size", dash + 1, o->size_min, SIZE_MAX_MSG, &o->size_max);
 }
 
 int main(int argc, char **argv)
@@ -515,18 +500,18 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.self = optarg; break;
-		case 'p': parse_num("--port", optarg, 1, 65535, &o.port); break;
+		case 'p': parse_opt_u64("--port", optarg, 1, 65535, &o.port); break;
 		case 't': to = optarg; break;
 		case 'f': from = optarg; break;
-		case 'c': parse_num("--count", optarg, 1, COUNT_MAX, &o.count); break;
+		case 'c': parse_opt_u64("--count", optarg, 1, COUNT_MAX, &o.count); break;
 		case 'z': parse_sizes(optarg, &o); break;
-		case 'w': parse_num("--window", optarg, 1, WINDOW_MAX, &o.window); break;
+		case 'w': parse_opt_u64("--window", optarg, 1, WINDOW_MAX, &o.window); break;
 		case 's': o.sock = optarg; break;
 		case 'r': o.ready = optarg; break;
 		case 'g': o.wait_go = true; break;
 		case 'd': o.done = optarg; break;
 		case 'H': o.hold = true; break;
-		case 'T': parse_num("--timeout", optarg, 1, 3600, &o.timeout_s); break;
+		case 'T': parse_opt_u64("--timeout", optarg, 1, 3600, &o.timeout_s); break;
 		case 'h': usage(stdout); return 0;
 		default: return try_help();
 		}
