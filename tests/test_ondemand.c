@@ -139,6 +139,24 @@ static int64_t one_message(struct end *from, struct end *to, uint32_t len, uint8
 	return us;
 }
 
+/* Daemons a and b (their link woken by the harness's probe), an end on
+ * each. */
+static void pair_start(struct h_daemon *nodes, struct end *e)
+{
+	static const char *const names[] = { "a", "b" };
+
+	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+}
+
+static void pair_stop(struct h_daemon *nodes, struct end *e)
+{
+	end_close(&e[0]);
+	end_close(&e[1]);
+	h_cluster_stop(nodes, 2);
+}
+
 /* The daemon of @nodes that dials the other (the lower node id). */
 static unsigned dialer_of(const struct h_daemon *nodes)
 {
@@ -179,14 +197,11 @@ END_TEST
 
 START_TEST(idle_close_resumes)
 {
-	static const char *const names[] = { "a", "b" };
 	struct h_daemon nodes[2];
 	struct end e[2];
 	unsigned i;
 
-	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
-	end_open(&e[0], &nodes[0], PORT_RX);
-	end_open(&e[1], &nodes[1], PORT_RX);
+	pair_start(nodes, e);
 	one_message(&e[0], &e[1], 64, 1);
 	wait_link_state(&nodes[0], "b", "idle");
 	wait_link_state(&nodes[1], "a", "idle");
@@ -203,24 +218,19 @@ START_TEST(idle_close_resumes)
 	printf("idle_close_resumes: one agreed close each, then 200 round trips over the "
 	       "second connection, no restart, no retransmission\n");
 	wait_link_state(&nodes[0], "b", "idle");
-	end_close(&e[0]);
-	end_close(&e[1]);
-	h_cluster_stop(nodes, 2);
+	pair_stop(nodes, e);
 }
 END_TEST
 
 START_TEST(busy_stays_up)
 {
-	static const char *const names[] = { "a", "b" };
 	struct h_daemon nodes[2];
 	struct end e[2];
 	int64_t t0, last, gap, gap_max = 0;
 	unsigned n = 0;
 	uint64_t closes;
 
-	h_cluster_start_conf(nodes, names, 2, conf_ondemand);
-	end_open(&e[0], &nodes[0], PORT_RX);
-	end_open(&e[1], &nodes[1], PORT_RX);
+	pair_start(nodes, e);
 	t0 = last = h_now_ms();
 	while (h_now_ms() - t0 < 3 * IDLE_MS) {
 		one_message(&e[n % 2], &e[1 - n % 2], 16, (uint8_t)n);
@@ -240,9 +250,7 @@ START_TEST(busy_stays_up)
 		H_EQ(closes, 0);
 		H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
 	}
-	end_close(&e[0]);
-	end_close(&e[1]);
-	h_cluster_stop(nodes, 2);
+	pair_stop(nodes, e);
 }
 END_TEST
 
