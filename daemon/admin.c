@@ -481,6 +481,8 @@ static const struct {
 	{ SL_ERR_REG_LIMIT, "reg_limit" },
 	{ SL_ERR_UNKNOWN_NODE, "unknown_node" },
 	{ SL_ERR_STALLED, "stalled" },
+	{ SL_ERR_NO_MESSAGE, "no_message" },
+	{ SL_ERR_NOT_FOUND, "not_found" },
 };
 
 static const char *status_name(unsigned slot)

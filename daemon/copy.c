@@ -261,3 +261,16 @@ void copy_cancel_all(struct daemon *d)
 		copy_finish(d, c, SL_ERR_CANCELED, SL_ERR_CANCELED);
 	}
 }
+
+bool copy_has_ctx(const struct daemon *d, const struct queue *q, uint64_t user_ctx, bool recv)
+{
+	const struct local_copy *c;
+
+	TAILQ_FOREACH(c, &d->copies, link) {
+		const struct desc *dsc = recv ? &c->r->desc : &c->send;
+
+		if (dsc->q == q && dsc->user_ctx == user_ctx && !dsc->internal)
+			return true;
+	}
+	return false;
+}

@@ -115,4 +115,9 @@ void copy_end_queue(struct daemon *d, struct queue *q, int status);
  * SL_ERR_CANCELED. */
 void copy_cancel_all(struct daemon *d);
 
+/* Is a copy under way whose receive (@recv) or send (!@recv) is a
+ * descriptor of @q with @user_ctx?  (sl_cancel(), engine.c; the daemon's
+ * internal receives do not count.) */
+bool copy_has_ctx(const struct daemon *d, const struct queue *q, uint64_t user_ctx, bool recv);
+
 #endif

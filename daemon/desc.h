@@ -21,10 +21,17 @@ struct queue;
 struct desc {
 	struct queue *q;	/* whose CQ gets the completion; the holder
 				 * keeps a reference where it must (queue.h) */
-	uint8_t opcode;		/* SL_OP_SEND or SL_OP_RECV; a refused SQE
-				 * keeps whatever its client wrote */
-	uint8_t flags;		/* the SQE's flags: none is defined yet */
-	bool rsvd_set;		/* a reserved field of the SQE was not 0 */
+	uint8_t opcode;		/* SL_OP_SEND, SL_OP_RECV, SL_OP_PROBE or
+				 * SL_OP_CANCEL once the engine took it (an
+				 * SQE's RECV_CLAIMED is a RECV with a claim);
+				 * a refused SQE keeps whatever its client
+				 * wrote */
+	uint8_t flags;		/* the SQE's flags: SL_PROBE_* for a probe */
+	bool rsvd_set;		/* the SQE's rsvd0 or rsvd1 was not 0 */
+	/* Made by the daemon, not drained from a ring: a probe's discard
+	 * of a rendezvous message (endpoint.c).  It holds no CQ slot and
+	 * counts nowhere in flight: its completion writes nothing. */
+	bool internal;
 	sl_addr_t peer;		/* send: destination; receive: the source it
 				 * accepts (SL_NODE_LOCAL made a real node id) */
 	uint64_t tag;
@@ -32,10 +39,24 @@ struct desc {
 	uint64_t addr;		/* arena offset of the buffer */
 	uint64_t len;		/* send: bytes; receive: capacity, bytes */
 	uint64_t user_ctx;
+	/* The SQE's rsvd2: a RECV_CLAIMED's claim (a receive that takes
+	 * exactly that message, and never waits posted); 0 for every other
+	 * kind. */
+	uint64_t claim;
 };
 
+/* Is @dsc a receive bound to one message (a RECV_CLAIMED, or a probe's
+ * internal discard)?  Such a receive never waits among the posted ones:
+ * when its rendezvous fails it completes with the failure instead of
+ * going back (rndv.c). */
+static inline bool desc_bound(const struct desc *dsc)
+{
+	return dsc->claim != 0 || dsc->internal;
+}
+
 /*
- * What a receive's completion names of the message it took: its source,
+ * What a receive's (or a probe's) completion names of the message it
+ * took (or found): its source,
  * the sending client's uid (SL_UID_UNKNOWN where it cannot be known),
  * its tag and its whole length in bytes (above the receive's capacity
  * when it was truncated).  A completion without one (sends, receives
@@ -46,6 +67,7 @@ struct desc_msg {
 	uint32_t sender_uid;
 	uint64_t tag;
 	uint64_t len;
+	uint64_t claim;		/* a probe's claim (sl_cqe.claim); else 0 */
 };
 
 #endif

@@ -175,6 +175,145 @@ void endpoint_drop_unexpected(struct queue *q, struct match_msg *m)
 	free(m);
 }
 
+/* What a probe's or a claimed receive's completion names of @m. */
+static struct desc_msg msg_of(const struct match_msg *m, uint64_t claim)
+{
+	return (struct desc_msg){ .src = m->src, .sender_uid = m->sender_uid, .tag = m->tag,
+				  .len = m->len, .claim = claim };
+}
+
+/* A message from @src with @tag is taken by the probe @probe: a
+ * rendezvous holding an earlier receive that would have taken it too is
+ * overtaken, as when a receive posted now takes it (hooks' matched). */
+static void probe_matched(struct queue *q, const struct desc *probe, const struct match_msg *m)
+{
+	struct match_recv as_recv = { .desc = *probe, .post_seq = match_next_seq(&q->mq) };
+
+	q->d->rndv_hooks->matched(q, m->src, m->tag, &as_recv);
+}
+
+/* SL_PROBE_DISCARD of @m (linked at @q): gone, as if a receive of
+ * capacity 0 took it.  Returns SL_OK, or SL_NAK_BUSY with @m left. */
+static int probe_discard(struct queue *q, const struct desc *probe, struct match_msg *m)
+{
+	struct match_recv *r;
+
+	if (!m->rndv) {
+		/* Its sender completed when it was queued: nothing to tell. */
+		probe_matched(q, probe, m);
+		match_remove_unexpected(&q->mq, m);
+		free(m);
+		return SL_OK;
+	}
+	/* A rendezvous sender completes only when a receive has its data:
+	 * an internal receive of capacity 0 takes it and completes nowhere. */
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return SL_NAK_BUSY;
+	r->desc = (struct desc){ .q = q, .opcode = SL_OP_RECV, .internal = true,
+				 .peer = m->src, .tag = m->tag, .tag_mask = ~0ull,
+				 .user_ctx = probe->user_ctx };
+	match_remove_unexpected(&q->mq, m);
+	r->post_seq = match_next_seq(&q->mq);
+	/* Bound to @m: it is used up (desc_bound) even where a rendezvous
+	 * cannot start; then the sender has been told. */
+	if (!recv_take(q, r, m))
+		free(r);
+	return SL_OK;
+}
+
+void endpoint_probe(struct queue *q, const struct desc *probe)
+{
+	struct match_msg *m = match_probe(&q->mq, probe);
+	struct match_claim *c;
+	struct desc_msg found;
+	int status;
+
+	if (!m) {
+		/* The probe's own filter, length 0. */
+		found = (struct desc_msg){ .src = probe->peer, .sender_uid = SL_UID_UNKNOWN,
+					   .tag = probe->tag };
+		queue_complete(probe, SL_ERR_NO_MESSAGE, &found);
+		return;
+	}
+	found = msg_of(m, 0);
+	if (probe->flags & SL_PROBE_CLAIM) {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			queue_complete(probe, SL_NAK_BUSY, NULL);
+			return;
+		}
+		probe_matched(q, probe, m);
+		found.claim = match_claim(&q->mq, m, c);
+		status = SL_OK;
+	} else if (probe->flags & SL_PROBE_DISCARD) {
+		status = probe_discard(q, probe, m);
+	} else {
+		status = SL_OK;
+	}
+	queue_complete(probe, status, status == SL_OK ? &found : NULL);
+}
+
+void endpoint_recv_claimed(struct queue *q, struct match_recv *r)
+{
+	struct match_claim *c = match_find_claim(&q->mq, r->desc.claim);
+	struct match_msg *m;
+	struct desc_msg msg;
+
+	if (!c) {
+		queue_complete(&r->desc, SL_ERR_NOT_FOUND, NULL);
+		free(r);
+		return;
+	}
+	match_unclaim(&q->mq, c);
+	m = c->m;
+	msg = msg_of(m, 0);
+	if (c->status) {
+		/* Its sender went after the claim (rndv.c). */
+		queue_complete(&r->desc, c->status, &msg);
+		free(c);
+		free(m);
+		free(r);
+		return;
+	}
+	free(c);
+	/* The filter of exactly this message, for the hooks. */
+	r->desc.peer = m->src;
+	r->desc.tag = m->tag;
+	r->desc.tag_mask = ~0ull;
+	r->post_seq = match_next_seq(&q->mq);
+	if (!recv_take(q, r, m)) {
+		/* A bound receive is used up by the rendezvous; not reached. */
+		queue_complete(&r->desc, SL_NAK_BUSY, &msg);
+		free(r);
+	}
+}
+
+bool endpoint_cancel_recv(struct queue *q, uint64_t user_ctx)
+{
+	struct match_recv *r = match_find_recv(&q->mq, user_ctx);
+
+	if (!r)
+		return false;
+	match_remove_recv(&q->mq, r);
+	queue_complete(&r->desc, SL_ERR_CANCELED, NULL);
+	free(r);
+	return true;
+}
+
+void endpoint_drop_claimed(struct queue *q)
+{
+	struct match_claim *c;
+
+	while ((c = match_pop_claim(&q->mq))) {
+		if (c->status)
+			free(c->m);	/* its sender was told already */
+		else
+			endpoint_drop_unexpected(q, c->m);
+		free(c);
+	}
+}
+
 void endpoint_fail_recvs_from(struct daemon *d, uint32_t node, int status)
 {
 	struct queue *q;

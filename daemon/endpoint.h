@@ -130,6 +130,41 @@ void endpoint_repost(struct queue *q, struct match_recv *r);
  */
 void endpoint_drop_unexpected(struct queue *q, struct match_msg *m);
 
+/*
+ * endpoint_probe - probe descriptor @probe of @q (validated; flags
+ * SL_PROBE_CLAIM or SL_PROBE_DISCARD or none) looks at @q's unexpected
+ * messages in arrival order with a receive's rules and completes: SL_OK
+ * naming the first that @probe's filter accepts (claimed, with its id,
+ * or dropped, as the flags say), SL_ERR_NO_MESSAGE, or SL_NAK_BUSY when
+ * memory for a claim or a discard is short (the message stays).  A
+ * dropped rendezvous message is taken by an internal receive of
+ * capacity 0 (desc.h), so that its sender completes as for any receive.
+ */
+void endpoint_probe(struct queue *q, const struct desc *probe);
+
+/*
+ * endpoint_recv_claimed - receive @r of @q (its desc.claim nonzero) takes
+ * the message claimed under that id: delivered (eager) or a rendezvous
+ * started (hooks' take); or it completes SL_ERR_NOT_FOUND (no such claim
+ * on @q), or with the reason its claimed message was lost (its sender
+ * went), naming the message.  @r is used up either way.
+ */
+void endpoint_recv_claimed(struct queue *q, struct match_recv *r);
+
+/*
+ * endpoint_cancel_recv - the earliest posted receive of @q with
+ * @user_ctx that waits unmatched completes SL_ERR_CANCELED and goes.
+ * Returns false when none waits (the caller's cancel did not find it).
+ */
+bool endpoint_cancel_recv(struct queue *q, uint64_t user_ctx);
+
+/*
+ * endpoint_drop_claimed - every message claimed on @q goes (@q is closing
+ * or has failed): a rendezvous sender hears it as for an unexpected
+ * message dropped (endpoint_drop_unexpected); the claims are freed.
+ */
+void endpoint_drop_claimed(struct queue *q);
+
 /* Complete every posted receive that names node @node as its source
  * (SL_NODE_ANY ones stay) with @status: its link timed out. */
 void endpoint_fail_recvs_from(struct daemon *d, uint32_t node, int status);

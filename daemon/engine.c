@@ -27,11 +27,29 @@ static bool port_valid(uint32_t port)
 	return port >= 1 && port < SLD_PORTS;
 }
 
+/* A source filter: a port, or SL_PORT_ANY (any node, wildcards too). */
+static bool filter_valid(const struct desc *sqe)
+{
+	return sqe->peer.port == SL_PORT_ANY || port_valid(sqe->peer.port);
+}
+
+/* Fields a kind leaves unused are 0 (sl_shm.h): peer, tag and tag_mask
+ * (RECV_CLAIMED, CANCEL); addr and len too (CANCEL). */
+static bool no_filter(const struct desc *sqe)
+{
+	return sqe->peer.node == 0 && sqe->peer.port == 0 && sqe->tag == 0 && sqe->tag_mask == 0;
+}
+
 int engine_validate(const struct desc *sqe)
 {
 	const struct queue *q = sqe->q;
 
-	if (sqe->flags || sqe->rsvd_set)
+	if (sqe->rsvd_set)
+		return SL_ERR_INVALID;
+	/* Flags only on a probe, a claim only on a RECV_CLAIMED. */
+	if (sqe->flags && sqe->opcode != SL_SQE_OP_PROBE)
+		return SL_ERR_INVALID;
+	if (sqe->claim && sqe->opcode != SL_SQE_OP_RECV_CLAIMED)
 		return SL_ERR_INVALID;
 	/* Overflow-safe: addr + len <= arena_size. */
 	if (sqe->len > q->arena_size || sqe->addr > q->arena_size - sqe->len)
@@ -43,9 +61,17 @@ int engine_validate(const struct desc *sqe)
 			return SL_ERR_INVALID;
 		return SL_OK;
 	case SL_SQE_OP_RECV:
-		if (sqe->peer.port != SL_PORT_ANY && !port_valid(sqe->peer.port))
+		return filter_valid(sqe) ? SL_OK : SL_ERR_INVALID;
+	case SL_SQE_OP_PROBE:
+		if ((sqe->flags & ~(SL_PROBE_CLAIM | SL_PROBE_DISCARD)) ||
+		    sqe->flags == (SL_PROBE_CLAIM | SL_PROBE_DISCARD) || sqe->addr || sqe->len ||
+		    !filter_valid(sqe))
 			return SL_ERR_INVALID;
 		return SL_OK;
+	case SL_SQE_OP_RECV_CLAIMED:
+		return sqe->claim && no_filter(sqe) ? SL_OK : SL_ERR_INVALID;
+	case SL_SQE_OP_CANCEL:
+		return no_filter(sqe) && !sqe->addr && !sqe->len ? SL_OK : SL_ERR_INVALID;
 	default:
 		return SL_ERR_INVALID;
 	}
@@ -112,6 +138,41 @@ static void submit_recv(struct desc *dsc)
 	}
 }
 
+/* sl_recv_claimed(): a receive of exactly the message of dsc->claim. */
+static void submit_recv_claimed(struct desc *dsc)
+{
+	struct match_recv *r = malloc(sizeof(*r));
+
+	if (!r) {
+		queue_complete(dsc, SL_NAK_BUSY, NULL);
+		return;
+	}
+	r->desc = *dsc;
+	endpoint_recv_claimed(dsc->q, r);
+}
+
+/*
+ * sl_cancel(): the oldest posted receive with the cancel's user_ctx
+ * completes SL_ERR_CANCELED, then the cancel SL_OK (two descriptors, two
+ * CQ slots held).  Without one, the cancel says why: SL_ERR_INVALID when
+ * only sends of the queue carry that user_ctx, SL_ERR_NOT_FOUND
+ * otherwise (a receive of it matched already, or none is in flight).
+ */
+static void submit_cancel(struct desc *dsc)
+{
+	struct queue *q = dsc->q;
+	struct daemon *d = q->d;
+	uint64_t ctx = dsc->user_ctx;
+	int status = SL_ERR_NOT_FOUND;
+
+	if (endpoint_cancel_recv(q, ctx))
+		status = SL_OK;
+	else if (!rndv_queue_has_recv(q, ctx) && !copy_has_ctx(d, q, ctx, true) &&
+		 (rndv_queue_has_send(d, q, ctx) || copy_has_ctx(d, q, ctx, false)))
+		status = SL_ERR_INVALID;
+	queue_complete(dsc, status, NULL);
+}
+
 static void submit_send(struct desc *dsc)
 {
 	struct queue *q = dsc->q;
@@ -153,12 +214,18 @@ static void submit_send(struct desc *dsc)
 void engine_submit(struct desc *dsc)
 {
 	struct daemon *d = dsc->q->d;
+	uint8_t kind = dsc->opcode;
 	int status;
 
+	/* Before SL_NODE_LOCAL is made a real id: RECV_CLAIMED and CANCEL
+	 * must leave the peer 0. */
+	status = engine_validate(dsc);
 	/* Messages and completions carry real node ids, refused ones too. */
 	if (dsc->peer.node == SL_NODE_LOCAL)
 		dsc->peer.node = d->cfg.node_id;
-	status = engine_validate(dsc);
+	/* A claimed receive completes as a receive, refused ones too. */
+	if (kind == SL_SQE_OP_RECV_CLAIMED)
+		dsc->opcode = SL_OP_RECV;
 	/* Stopping (service.h): nothing new starts, it ends at once. */
 	if (status == SL_OK && d->draining)
 		status = SL_ERR_CANCELED;
@@ -170,10 +237,23 @@ void engine_submit(struct desc *dsc)
 		queue_complete(dsc, status, NULL);
 		return;
 	}
-	if (dsc->opcode == SL_OP_RECV)
+	switch (kind) {
+	case SL_SQE_OP_RECV:
 		submit_recv(dsc);
-	else
+		break;
+	case SL_SQE_OP_RECV_CLAIMED:
+		submit_recv_claimed(dsc);
+		break;
+	case SL_SQE_OP_PROBE:
+		endpoint_probe(dsc->q, dsc);
+		break;
+	case SL_SQE_OP_CANCEL:
+		submit_cancel(dsc);
+		break;
+	default:
 		submit_send(dsc);
+		break;
+	}
 }
 
 void engine_close_queue(struct queue *q)
@@ -186,6 +266,7 @@ void engine_close_queue(struct queue *q)
 	queue_kill(q);
 	while ((m = match_pop_unexpected(&q->mq)))
 		endpoint_drop_unexpected(q, m);
+	endpoint_drop_claimed(q);
 	rndv_cancel_local(d, q);
 	copy_end_queue(d, q, SL_ERR_CANCELED);	/* discarded: the queue is dead */
 	rndv_cancel_queue(d, q);
@@ -226,6 +307,7 @@ void engine_fail_queue(struct queue *q, int status, const char *why)
 	 * new messages find no endpoint. */
 	while ((m = match_pop_unexpected(&q->mq)))
 		endpoint_drop_unexpected(q, m);
+	endpoint_drop_claimed(q);
 }
 
 void engine_init(struct daemon *d)

@@ -520,6 +520,20 @@ void link_cancel_queued(struct link *l, bool (*match)(const struct link_msg *m, 
 	}
 }
 
+bool link_holds_msg(const struct link *l, bool (*match)(const struct link_msg *m, void *arg),
+		    void *arg)
+{
+	const struct link_msg *f;
+
+	TAILQ_FOREACH(f, &l->backlog, link)
+		if (is_send(f) && match(f, arg))
+			return true;
+	TAILQ_FOREACH(f, &l->unacked, link)
+		if (is_send(f) && match(f, arg))
+			return true;
+	return false;
+}
+
 bool link_msg_seen_by_peer(const struct link_msg *m, uint64_t ack)
 {
 	return m->owner == FO_WIRE && (m->where != FL_UNACKED || m->seq <= ack);

@@ -220,6 +220,12 @@ void link_msg_cancel(struct link *l, struct link_msg *m, int status);
 void link_cancel_queued(struct link *l, bool (*match)(const struct link_msg *m, void *arg),
 			void *arg, int status);
 
+/* Does @l hold a send, waiting in its backlog or posted and not yet
+ * acknowledged, for which @match says so?  (sl_cancel() asks whether a
+ * user_ctx names a send: a walk of both lists.) */
+bool link_holds_msg(const struct link *l, bool (*match)(const struct link_msg *m, void *arg),
+		    void *arg);
+
 /* Has the peer certainly had @m, as seen by a frame carrying cumulative
  * ack @ack: posted (not waiting in the backlog, as after a reconnect) and
  * either acknowledged already (done) or covered by @ack?  For an RTR,

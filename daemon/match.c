@@ -12,15 +12,23 @@ void match_init(struct match_queues *mq, uint64_t *total_bytes)
 	mq->unexpected_bytes = 0;
 	mq->total_bytes = total_bytes;
 	mq->next_post_seq = 0;
+	TAILQ_INIT(&mq->claimed);
+	mq->n_claimed = 0;
+	mq->last_claim_id = 0;
+}
+
+bool match_filter_accepts(const struct desc *f, sl_addr_t src, uint64_t tag)
+{
+	if (f->peer.node != SL_NODE_ANY && f->peer.node != src.node)
+		return false;
+	if (f->peer.port != SL_PORT_ANY && f->peer.port != src.port)
+		return false;
+	return ((tag ^ f->tag) & f->tag_mask) == 0;
 }
 
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
 {
-	if (r->desc.peer.node != SL_NODE_ANY && r->desc.peer.node != src.node)
-		return false;
-	if (r->desc.peer.port != SL_PORT_ANY && r->desc.peer.port != src.port)
-		return false;
-	return ((tag ^ r->desc.tag) & r->desc.tag_mask) == 0;
+	return match_filter_accepts(&r->desc, src, tag);
 }
 
 /* @m's charge counts at @mq, and in the total @mq shares, or no more. */
@@ -139,4 +147,72 @@ struct match_msg *match_pop_unexpected(struct match_queues *mq)
 		charge_remove(mq, m);
 	}
 	return m;
+}
+
+struct match_msg *match_probe(const struct match_queues *mq, const struct desc *filter)
+{
+	struct match_msg *m;
+
+	TAILQ_FOREACH(m, &mq->unexpected, link)
+		if (match_filter_accepts(filter, m->src, m->tag))
+			return m;
+	return NULL;
+}
+
+uint64_t match_next_seq(struct match_queues *mq)
+{
+	return mq->next_post_seq++;
+}
+
+uint64_t match_claim(struct match_queues *mq, struct match_msg *m, struct match_claim *c)
+{
+	TAILQ_REMOVE(&mq->unexpected, m, link);
+	mq->n_unexpected--;
+	/* 2^64 claims on one queue do not happen; 0 is never an id. */
+	if (++mq->last_claim_id == 0)
+		mq->last_claim_id = 1;
+	c->id = mq->last_claim_id;
+	c->m = m;
+	c->status = 0;
+	TAILQ_INSERT_TAIL(&mq->claimed, c, link);
+	mq->n_claimed++;
+	return c->id;
+}
+
+struct match_claim *match_find_claim(const struct match_queues *mq, uint64_t id)
+{
+	struct match_claim *c;
+
+	if (id == 0)
+		return NULL;
+	TAILQ_FOREACH(c, &mq->claimed, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+void match_unclaim(struct match_queues *mq, struct match_claim *c)
+{
+	TAILQ_REMOVE(&mq->claimed, c, link);
+	mq->n_claimed--;
+	charge_remove(mq, c->m);
+}
+
+struct match_claim *match_pop_claim(struct match_queues *mq)
+{
+	struct match_claim *c = TAILQ_FIRST(&mq->claimed);
+
+	if (c)
+		match_unclaim(mq, c);
+	return c;
+}
+
+struct match_recv *match_find_recv(const struct match_queues *mq, uint64_t user_ctx)
+{
+	struct match_recv *r;
+
+	TAILQ_FOREACH(r, &mq->posted, link)
+		if (r->desc.user_ctx == user_ctx)
+			return r;
+	return NULL;
 }

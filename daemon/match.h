@@ -9,6 +9,12 @@
  * non-overtaking rule.  The daemon runs one loop thread, so there are none
  * of the posted/unexpected insert races of multi-threaded matchers.
  *
+ * A third list holds the messages a probe claimed (MPI_Improbe,
+ * FI_CLAIM): off the unexpected list, so nothing matches them any more,
+ * each under a nonzero id unique on the endpoint, and still charged at
+ * it until the claim is taken (a claimed message holds its memory as
+ * before).
+ *
  * The lists hold entries the caller allocated; this module only links and
  * unlinks them and never allocates.
  */
@@ -50,6 +56,21 @@ struct match_msg {
 TAILQ_HEAD(match_recv_list, match_recv);
 TAILQ_HEAD(match_msg_list, match_msg);
 
+/* A claimed message.  A record of its own rather than a field of struct
+ * match_msg, whose size is the per-message charge sluiced.conf(5)
+ * documents (64 bytes, endpoint.h). */
+struct match_claim {
+	TAILQ_ENTRY(match_claim) link;
+	uint64_t id;		/* nonzero */
+	struct match_msg *m;	/* unlinked from the unexpected list, charged */
+	/* 0, or why the message can no longer be received: its rendezvous
+	 * sender went (its queue closed, its link failed) after the claim.
+	 * @m then stays only to name the message and hold its charge until
+	 * the claim is taken. */
+	int status;
+};
+TAILQ_HEAD(match_claim_list, match_claim);
+
 struct match_queues {
 	struct match_recv_list posted;
 	struct match_msg_list unexpected;
@@ -59,6 +80,9 @@ struct match_queues {
 	uint64_t *total_bytes;		/* the same sum over every endpoint that
 					 * shares it (the daemon's); may be NULL */
 	uint64_t next_post_seq;
+	struct match_claim_list claimed;	/* in claim order */
+	uint32_t n_claimed;
+	uint64_t last_claim_id;
 };
 
 /* Empty queues; their charges also count in *@total_bytes (NULL: none),
@@ -67,6 +91,38 @@ void match_init(struct match_queues *mq, uint64_t *total_bytes);
 
 /* Does receive @r accept a message from @src with @tag? */
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag);
+/* The same for a filter in descriptor @filter (peer, tag, tag_mask). */
+bool match_filter_accepts(const struct desc *filter, sl_addr_t src, uint64_t tag);
+
+/*
+ * match_probe - the earliest unexpected message that a receive with
+ * @filter (peer, tag, tag_mask) would take, left linked; NULL when none.
+ */
+struct match_msg *match_probe(const struct match_queues *mq, const struct desc *filter);
+
+/* A position in posting order, as a receive posted now would get: a
+ * probe that takes a message counts as a receive posted then. */
+uint64_t match_next_seq(struct match_queues *mq);
+
+/*
+ * match_claim - unexpected message @m (linked) is claimed: unlinked from
+ * the unexpected list, still charged, recorded in @c (the caller's) under
+ * a new nonzero id, which is returned.
+ */
+uint64_t match_claim(struct match_queues *mq, struct match_msg *m, struct match_claim *c);
+
+/* The claim with @id, or NULL (any value of @id: it comes from a client). */
+struct match_claim *match_find_claim(const struct match_queues *mq, uint64_t id);
+
+/* Claim @c (linked) is taken: unlinked, its message's charge removed; the
+ * message (c->m) and @c are the caller's. */
+void match_unclaim(struct match_queues *mq, struct match_claim *c);
+
+/* The first claim, unlinked as by match_unclaim(), or NULL (teardown). */
+struct match_claim *match_pop_claim(struct match_queues *mq);
+
+/* The earliest posted receive with @user_ctx, left linked, or NULL. */
+struct match_recv *match_find_recv(const struct match_queues *mq, uint64_t user_ctx);
 
 /*
  * match_post_recv - a receive is posted.  If an unexpected message is

@@ -296,8 +296,11 @@ void queue_complete(const struct desc *dsc, int status, const struct desc_msg *m
 		.status = status,
 		.opcode = dsc->opcode,
 		.sender_uid = msg ? msg->sender_uid : SL_UID_UNKNOWN,
+		.claim = msg ? msg->claim : 0,
 	};
 
+	if (dsc->internal)
+		return;	/* the daemon's own: no slot, no CQE (desc.h) */
 	if (status == SL_OK && dsc->opcode == SL_OP_SEND) {
 		q->msgs_tx++;
 		q->bytes_tx += cqe.len;
@@ -368,13 +371,14 @@ int queue_drain(struct queue *q, struct desc *out, unsigned max)
 			.q = q,
 			.opcode = sqe.opcode,
 			.flags = sqe.flags,
-			.rsvd_set = sqe.rsvd0 || sqe.rsvd1 || sqe.rsvd2,
+			.rsvd_set = sqe.rsvd0 || sqe.rsvd1,
 			.peer = sqe.peer,
 			.tag = sqe.tag,
 			.tag_mask = sqe.tag_mask,
 			.addr = sqe.addr,
 			.len = sqe.len,
 			.user_ctx = sqe.user_ctx,
+			.claim = sqe.rsvd2,	/* 0 unless RECV_CLAIMED (engine) */
 		};
 		taken++;
 		q->in_flight++;

@@ -156,6 +156,11 @@ int queue_drain(struct queue *q, struct desc *out, unsigned max);
  * and len.  Never fails: the slot was reserved at accept time.
  * Discarded (and the reservation returned) when the queue is dead.
  * Counts the queue's moved messages and NAKs for sluicectl.
+ * Every kind of descriptor reserves its one slot the same way, so none
+ * may complete twice: a cancel's two CQEs are the cancelled receive's
+ * and the cancel's own, each in the slot its descriptor holds.  A
+ * descriptor the daemon made itself (dsc->internal) reserved nothing
+ * and writes nothing.
  */
 void queue_complete(const struct desc *dsc, int status, const struct desc_msg *msg);
 

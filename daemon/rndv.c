@@ -720,13 +720,16 @@ static void rndv_recv_abort(struct rndv_recv *rr, int status)
  * would also have taken has met a later-posted receive meanwhile: then
  * going back would let a still later message from that source land before
  * that one in post order (MPI's non-overtaking rule), so the receive
- * completes with @status instead, its buffer untouched.
+ * completes with @status instead, its buffer untouched.  A receive bound
+ * to the message (sl_recv_claimed, a probe's discard) completes so too.
  */
 static void rndv_recv_giveback(struct rndv_recv *rr, int status)
 {
 	struct queue *q = rr->q;
 	struct match_recv *r = rr->r;
-	bool overtaken = rr->overtaken;
+	/* A receive bound to this message (a claimed one, a probe's
+	 * discard) has no place to go back to: it ends with the failure. */
+	bool overtaken = rr->overtaken || desc_bound(&r->desc);
 
 	queue_get(q);
 	if (q->d->stopping)
@@ -806,6 +809,19 @@ static void rndv_refuse(struct daemon *d, uint32_t node, uint64_t send_id, uint3
  * than [rcache] max_bytes), false when @r is still the caller's (the
  * sender has been told, or the node is not a peer).
  */
+/* Bound receive @r (desc_bound) of a rendezvous message that could not
+ * start: it completes with @status, naming the message, instead of
+ * going back among the posted receives. */
+static void bound_recv_fail(struct match_recv *r, int status, sl_addr_t src, uint64_t tag,
+			    uint64_t msg_len)
+{
+	struct desc_msg msg = { .src = src, .sender_uid = SL_UID_UNKNOWN, .tag = tag,
+				.len = msg_len };
+
+	queue_complete(&r->desc, status, &msg);
+	free(r);
+}
+
 static bool rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv *r,
 			    sl_addr_t src, uint32_t sender_uid, uint64_t tag, uint64_t msg_len,
 			    uint64_t send_id)
@@ -819,13 +835,21 @@ static bool rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv
 	/* A link that is down still takes it: the RTR waits for the
 	 * reconnect like every control frame.  (Past peer_timeout_ms the
 	 * peer's RTS headers were dropped, so none can match here.) */
-	if (!l)
-		return false;
+	if (!l) {
+		if (!desc_bound(&r->desc))
+			return false;
+		/* No longer a peer (a reload): nothing can come from there. */
+		bound_recv_fail(r, SL_ERR_UNKNOWN_NODE, src, tag, msg_len);
+		return true;
+	}
 	rp = peer_of(l);
 	rr = calloc(1, sizeof(*rr));
 	if (!rr) {
 		queue_rtr(l, send_id, 0, SL_NAK_BUSY);
-		return false;
+		if (!desc_bound(&r->desc))
+			return false;
+		bound_recv_fail(r, SL_NAK_BUSY, src, tag, msg_len);
+		return true;
 	}
 	rr->l = l;
 	rr->q = q;
@@ -862,7 +886,7 @@ static bool rndv_recv_start(struct daemon *d, struct queue *q, struct match_recv
 	queue_rtr(l, send_id, 0, (uint32_t)status);
 	rr->r = NULL;
 	rndv_recv_free(rr);
-	if (status != SL_ERR_REG_LIMIT)
+	if (status != SL_ERR_REG_LIMIT && !desc_bound(&r->desc))
 		return false;
 	/* No retry would register that much here: back in its place the
 	 * receive would fail every such message without its owner knowing. */
@@ -1241,6 +1265,73 @@ void rndv_cancel_queue(struct daemon *d, struct queue *q)
 	}
 }
 
+bool rndv_queue_has_recv(const struct queue *q, uint64_t user_ctx)
+{
+	const struct rndv_recv *rr;
+
+	TAILQ_FOREACH(rr, &q->claims, qlink)
+		if (rr->r && !rr->r->desc.internal && rr->r->desc.user_ctx == user_ctx)
+			return true;
+	return false;
+}
+
+struct ctx_of_queue {
+	const struct queue *q;
+	uint64_t user_ctx;
+};
+
+static bool rsend_has_ctx(const struct rsend *s, const struct ctx_of_queue *k)
+{
+	return s->desc.q == k->q && s->desc.user_ctx == k->user_ctx;
+}
+
+static bool link_msg_has_ctx(const struct link_msg *m, void *arg)
+{
+	return rsend_has_ctx(container_of(m, const struct rsend, msg), arg);
+}
+
+/* Is @m a local rendezvous send of k->q with k->user_ctx? */
+static bool local_send_has_ctx(const struct match_msg *m, const struct ctx_of_queue *k)
+{
+	const struct rndv_src *rs = m->rndv;
+
+	return rs && rs->q == k->q && rs->user_ctx == k->user_ctx;
+}
+
+bool rndv_queue_has_send(struct daemon *d, const struct queue *q, uint64_t user_ctx)
+{
+	struct ctx_of_queue k = { .q = q, .user_ctx = user_ctx };
+	const struct queue *dq;
+	size_t i;
+
+	for (i = 0; i < d->n_links; i++) {
+		struct link *l = d->links[i];
+		const struct rndv_peer *rp = peer_of(l);
+		const struct rsend *s;
+
+		if (link_holds_msg(l, link_msg_has_ctx, &k))
+			return true;
+		TAILQ_FOREACH(s, &rp->rndv_tx, rlink)
+			if (rsend_has_ctx(s, &k))
+				return true;
+		TAILQ_FOREACH(s, &rp->reap, reap_link)
+			if (rsend_has_ctx(s, &k))
+				return true;
+	}
+	TAILQ_FOREACH(dq, &d->queues, all) {
+		const struct match_msg *m;
+		const struct match_claim *c;
+
+		TAILQ_FOREACH(m, &dq->mq.unexpected, link)
+			if (local_send_has_ctx(m, &k))
+				return true;
+		TAILQ_FOREACH(c, &dq->mq.claimed, link)
+			if (!c->status && local_send_has_ctx(c->m, &k))
+				return true;
+	}
+	return false;
+}
+
 /* ---- the endpoint's side: unexpected headers, local rendezvous ---- */
 
 /*
@@ -1275,6 +1366,7 @@ static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_ms
 
 	TAILQ_FOREACH(q, &d->queues, all) {
 		struct match_msg *m, *next;
+		struct match_claim *c;
 
 		for (m = TAILQ_FIRST(&q->mq.unexpected); m; m = next) {
 			struct rndv_src *rs = m->rndv;
@@ -1288,6 +1380,26 @@ static void drop_rndv_where(struct daemon *d, bool (*drop)(const struct match_ms
 			else if (tell)
 				rndv_refuse(d, m->src.node, rs->send_id, (uint32_t)status);
 			free(m);
+		}
+		/* A claimed one stays as its claim's record (match.h), so that
+		 * sl_recv_claimed() hears why it cannot have it. */
+		TAILQ_FOREACH(c, &q->mq.claimed, link) {
+			struct rndv_src *rs = c->m->rndv;
+
+			if (c->status || !rs || !drop(c->m, arg))
+				continue;
+			if (rs->q) {
+				local_rndv_fail(q, c->m, status);
+				rs->q = NULL;	/* its reference went */
+				c->status = SL_ERR_NO_ENDPOINT;
+			} else {
+				if (tell)
+					rndv_refuse(d, c->m->src.node, rs->send_id,
+						    (uint32_t)status);
+				c->status = giveback_status((uint32_t)status);
+			}
+			if (d->stopping)
+				c->status = SL_ERR_CANCELED;
 		}
 	}
 }

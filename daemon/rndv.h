@@ -115,4 +115,16 @@ void rndv_fail_local(struct daemon *d, struct queue *q, int status);
  * each sender completes SL_ERR_NO_ENDPOINT. */
 void rndv_cancel_queue(struct daemon *d, struct queue *q);
 
+/*
+ * What sl_cancel() asks when it found no posted receive to cancel
+ * (engine.c): does a receive of @q with @user_ctx hold a rendezvous
+ * (matched, its data under way), and does a send of @q with @user_ctx
+ * wait anywhere here (a link's backlog or unacked frames, a rendezvous
+ * sent, a local rendezvous send unexpected or claimed at an endpoint)?
+ * Walks them all: for the cancel's rare miss, not the fast path.  The
+ * daemon's internal receives (desc.h) do not count.
+ */
+bool rndv_queue_has_recv(const struct queue *q, uint64_t user_ctx);
+bool rndv_queue_has_send(struct daemon *d, const struct queue *q, uint64_t user_ctx);
+
 #endif

@@ -119,7 +119,8 @@ enum sl_status {
 	SL_ERR_TRUNCATED = 17,    /* receive buffer too small; len = full length */
 	SL_ERR_PEER_DOWN = 18,    /* link to the node down past peer_timeout_ms */
 	SL_ERR_PEER_RESTARTED = 19, /* peer daemon came back as a new incarnation */
-	SL_ERR_CANCELED = 20,     /* daemon stopping (a closed queue gets none) */
+	SL_ERR_CANCELED = 20,     /* daemon stopping (a closed queue gets none),
+				   * or a receive ended by sl_cancel() */
 	SL_ERR_INVALID = 21,      /* bad descriptor: opcode, length, buffer */
 	SL_ERR_ACCESS = 22,       /* bad key on a one-sided operation */
 	SL_ERR_REG_LIMIT = 23,    /* a rendezvous between nodes would register more
@@ -129,6 +130,10 @@ enum sl_status {
 				   * queue's arena in time, again and again (its
 				   * pages were removed under the copy): the queue
 				   * has failed, every descriptor on it ends so */
+	SL_ERR_NO_MESSAGE = 26,   /* sl_probe(): no unexpected message matched */
+	SL_ERR_NOT_FOUND = 27,    /* sl_cancel(): no posted, unmatched receive
+				   * with that user_ctx; sl_recv_claimed(): no
+				   * message claimed on this queue by that id */
 };
 
 /* Largest message, bytes. */
@@ -137,7 +142,9 @@ enum sl_status {
 /* Completion opcodes (sl_cqe.opcode): what the descriptor was. */
 enum sl_opcode {
 	SL_OP_SEND = 1,
-	SL_OP_RECV = 2,
+	SL_OP_RECV = 2,		/* sl_recv() and sl_recv_claimed() */
+	SL_OP_PROBE = 3,	/* sl_probe() */
+	SL_OP_CANCEL = 4,	/* sl_cancel() */
 };
 
 /*
@@ -170,7 +177,11 @@ enum sl_opcode {
  *            user databases differ a server must map (peer.node,
  *            sender_uid) itself, as an NFS server does with AUTH_SYS and
  *            no idmap.  SL_UID_UNKNOWN also for a send, and for every
- *            other status.
+ *            other status.  A probe that found a message (SL_OK) names
+ *            its sender's uid the same way.
+ * @claim:    for a probe with SL_PROBE_CLAIM that completed SL_OK, the
+ *            nonzero id sl_recv_claimed() takes; 0 in every other
+ *            completion.
  */
 #define SL_UID_UNKNOWN 0xffffffffu
 struct sl_cqe {
@@ -184,7 +195,8 @@ struct sl_cqe {
 	uint16_t rsvd0;
 	uint32_t sender_uid;
 	uint32_t rsvd1;
-	uint64_t rsvd[2];
+	uint64_t claim;
+	uint64_t rsvd;
 };
 
 /*
@@ -477,6 +489,122 @@ int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
  */
 int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,
 	    uint64_t tag_mask, void *buf, size_t capacity, uint64_t user_ctx);
+
+/* sl_probe() flags. */
+#define SL_PROBE_CLAIM   0x1u  /* set the message aside for sl_recv_claimed() */
+#define SL_PROBE_DISCARD 0x2u  /* drop the first matching message, report it */
+
+/*
+ * sl_probe - look for a message that has arrived and no receive has taken.
+ * @q:        the queue.
+ * @src, @tag, @tag_mask: the filter, with sl_recv()'s rules (@src may hold
+ *            SL_NODE_ANY / SL_PORT_ANY; tag_mask 0 matches any tag).
+ * @flags:    0, SL_PROBE_CLAIM or SL_PROBE_DISCARD (not both).
+ * @user_ctx: returned in the completion.
+ *
+ * Looks at @q's unexpected messages (the eager ones with their data, and
+ * the rendezvous ones by their header alone: no data moves) in arrival
+ * order and takes the first the filter accepts: the message a receive
+ * posted now would get.  Messages from other nodes are probed at this
+ * node's daemon like local ones: only those that have arrived count.
+ * The probe completes once, opcode SL_OP_PROBE, with @user_ctx:
+ *   SL_OK              peer, tag, len (the full length, in bytes) and
+ *                      sender_uid (as for a receive) of that message;
+ *   SL_ERR_NO_MESSAGE  none matched (peer, tag and len are the probe's
+ *                      own filter, len 0);
+ *   SL_NAK_BUSY        SL_PROBE_CLAIM and the daemon out of memory (the
+ *                      message stays where it was);
+ *   SL_ERR_INVALID     a bad descriptor (a raw client's);
+ *   and the statuses every descriptor may get: SL_ERR_CANCELED while the
+ *   daemon stops, SL_ERR_STALLED on a failed queue.
+ * Without flags the message stays: a later receive or probe finds it.
+ * SL_PROBE_CLAIM sets it aside: no receive or probe can match it any
+ * more, and the completion's claim is a nonzero id, unique on @q, for
+ * sl_recv_claimed().  A claimed message still counts against [limits]
+ * unexpected_max_bytes until it is received; one whose queue closes is
+ * freed (its rendezvous sender completes SL_ERR_NO_ENDPOINT, as for any
+ * unexpected message dropped at a close).
+ * SL_PROBE_DISCARD drops it, as if a receive of capacity 0 had taken it
+ * and thrown it away: its sender completes as for a normal receive (a
+ * rendezvous sender SL_OK, once its daemon has heard), and the probe
+ * reports it (SL_OK) at once.
+ * A probe does not wait: a message still on its way (another node's, or
+ * a local send the daemon has not taken yet) is not seen; probe again to
+ * wait for one, as with MPI_Iprobe.
+ *
+ * The idea is MPI_Iprobe and MPI_Improbe (the claim is MPI's message
+ * handle) and libfabric's FI_PEEK, FI_PEEK | FI_CLAIM and
+ * FI_PEEK | FI_DISCARD.
+ * Returns 0 when posted, -EINVAL (@q NULL, unknown @flags, or
+ * SL_PROBE_CLAIM with SL_PROBE_DISCARD), -EAGAIN, -ENOTCONN as
+ * sl_send().  Owner thread of @q only.
+ */
+int sl_probe(struct sl_queue *q, sl_addr_t src, uint64_t tag, uint64_t tag_mask,
+	     unsigned flags, uint64_t user_ctx);
+
+/*
+ * sl_recv_claimed - receive the message a probe claimed.
+ * @claim:    the nonzero claim of an SL_OK completion of
+ *            sl_probe(SL_PROBE_CLAIM) on @q; each claim is received once.
+ * @buf, @capacity: where the payload goes, in @q's arena (NULL if 0).
+ *
+ * Takes exactly that message, as sl_recv() would have taken it, and
+ * completes as a receive (opcode SL_OP_RECV) with @user_ctx: SL_OK,
+ * SL_ERR_TRUNCATED (the first @capacity bytes written, len the full
+ * length), or the failures of a rendezvous as for sl_recv()
+ * (SL_NAK_BUSY, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
+ * SL_ERR_NO_ENDPOINT when the sender's queue or daemon went away,
+ * SL_ERR_REG_LIMIT, SL_ERR_ACCESS), with peer, tag and len naming the
+ * message; such a failure ends the claim (the message is gone; nothing
+ * is posted in its place).  SL_ERR_NOT_FOUND when @claim names no
+ * message claimed on @q (never claimed, or received already).
+ * @capacity 0 with @buf NULL discards a claimed message: it completes
+ * SL_ERR_TRUNCATED with the full len (SL_OK when len is 0), and its
+ * sender completes as for a normal receive.
+ * The receive waits nowhere: it is never among the posted receives, no
+ * other message can match it, and sl_cancel() cannot cancel it.
+ *
+ * The idea is MPI_Mrecv and libfabric's FI_CLAIM (with FI_DISCARD for a
+ * capacity of 0).
+ * Returns 0 when posted, -EINVAL (@q NULL, @claim 0, @buf..@buf+@capacity
+ * not inside the arena), -EAGAIN, -ENOTCONN as sl_send().  Owner thread
+ * of @q only.
+ */
+int sl_recv_claimed(struct sl_queue *q, uint64_t claim, void *buf, size_t capacity,
+		    uint64_t user_ctx);
+
+/*
+ * sl_cancel - cancel a posted receive that has not matched.
+ * @user_ctx: the user_ctx of the receive to cancel; also the cancel's own.
+ *
+ * The oldest receive posted on @q with sl_recv() with that @user_ctx that
+ * still waits among the posted receives (no message has matched it) is
+ * taken out, and two completions follow, in this order: the receive's
+ * (opcode SL_OP_RECV, SL_ERR_CANCELED, its buffer untouched, peer, tag
+ * and len its own filter and capacity) and the cancel's (opcode
+ * SL_OP_CANCEL, @user_ctx, SL_OK).  Otherwise only the cancel completes:
+ *   SL_ERR_NOT_FOUND  no such receive waits: it has matched a message
+ *                     already (its data may be moving; it completes as it
+ *                     would have), it has completed, it was posted with
+ *                     sl_recv_claimed(), or none has that user_ctx;
+ *   SL_ERR_INVALID    @user_ctx names sends of @q in flight and no
+ *                     receive: a send belongs to the daemons once posted
+ *                     and cannot be cancelled (it completes as it would);
+ *   and SL_ERR_CANCELED, SL_ERR_STALLED as every descriptor.
+ * A receive and a cancel race with a message arriving: either the cancel
+ * wins (SL_ERR_CANCELED, and the message waits for a later receive) or
+ * the message does (the receive completes with it, the cancel
+ * SL_ERR_NOT_FOUND); the message is never lost.  The daemon takes @q's
+ * descriptors in order, so a receive posted before the cancel is always
+ * seen by it.  Telling SL_ERR_INVALID from SL_ERR_NOT_FOUND walks what
+ * the daemon holds for @q: use sl_cancel() for receives, not as a query.
+ *
+ * The idea is MPI_Cancel of a receive and libfabric's fi_cancel() (whose
+ * cancelled operation completes with FI_ECANCELED).
+ * Returns 0 when posted, -EINVAL (@q NULL), -EAGAIN, -ENOTCONN as
+ * sl_send().  Owner thread of @q only.
+ */
+int sl_cancel(struct sl_queue *q, uint64_t user_ctx);
 
 /* ------------------------------------------------------------------ */
 /* Completions                                                          */

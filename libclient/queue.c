@@ -198,9 +198,11 @@ bool daemon_gone(struct sl_queue *q)
 	return false;
 }
 
-/* Post one SQE; the daemon's doorbell is rung only if it sleeps. */
-static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
-		uint64_t tag_mask, const void *buf, size_t len, uint64_t user_ctx)
+/* Post one SQE; the daemon's doorbell is rung only if it sleeps.
+ * @flags and @claim go to the SQE's flags and rsvd2 (sl_shm.h). */
+static int post_sqe(struct sl_queue *q, uint8_t opcode, uint8_t flags, sl_addr_t peer,
+		    uint64_t tag, uint64_t tag_mask, const void *buf, size_t len,
+		    uint64_t user_ctx, uint64_t claim)
 {
 	const uint8_t *p = buf;
 	struct sl_sqe *sqe;
@@ -225,17 +227,25 @@ static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag
 	sqe = sl_ring_prod_slot(&q->sq, 0);
 	*sqe = (struct sl_sqe){
 		.opcode = opcode,
+		.flags = flags,
 		.peer = peer,
 		.tag = tag,
 		.tag_mask = tag_mask,
 		.addr = addr,
 		.len = len,
 		.user_ctx = user_ctx,
+		.rsvd2 = claim,
 	};
 	sl_ring_prod_commit(&q->sq, 1);
 	if (sl_ring_prod_needs_wakeup(&q->sq))
 		ring_doorbell(q);
 	return 0;
+}
+
+static int post(struct sl_queue *q, uint8_t opcode, sl_addr_t peer, uint64_t tag,
+		uint64_t tag_mask, const void *buf, size_t len, uint64_t user_ctx)
+{
+	return post_sqe(q, opcode, 0, peer, tag, tag_mask, buf, len, user_ctx, 0);
 }
 
 SL_EXPORT int sl_send(struct sl_queue *q, sl_addr_t dst, uint64_t tag,
@@ -248,6 +258,32 @@ SL_EXPORT int sl_recv(struct sl_queue *q, sl_addr_t src, uint64_t tag,
 		      uint64_t tag_mask, void *buf, size_t capacity, uint64_t user_ctx)
 {
 	return post(q, SL_SQE_OP_RECV, src, tag, tag_mask, buf, capacity, user_ctx);
+}
+
+SL_EXPORT int sl_probe(struct sl_queue *q, sl_addr_t src, uint64_t tag, uint64_t tag_mask,
+		       unsigned flags, uint64_t user_ctx)
+{
+	if (!q || (flags & ~(SL_PROBE_CLAIM | SL_PROBE_DISCARD)) ||
+	    flags == (SL_PROBE_CLAIM | SL_PROBE_DISCARD))
+		return -EINVAL;
+	return post_sqe(q, SL_SQE_OP_PROBE, (uint8_t)flags, src, tag, tag_mask, NULL, 0,
+			user_ctx, 0);
+}
+
+SL_EXPORT int sl_recv_claimed(struct sl_queue *q, uint64_t claim, void *buf, size_t capacity,
+			      uint64_t user_ctx)
+{
+	if (!q || claim == 0)
+		return -EINVAL;
+	return post_sqe(q, SL_SQE_OP_RECV_CLAIMED, 0, (sl_addr_t){ 0, 0 }, 0, 0, buf, capacity,
+			user_ctx, claim);
+}
+
+SL_EXPORT int sl_cancel(struct sl_queue *q, uint64_t user_ctx)
+{
+	if (!q)
+		return -EINVAL;
+	return post_sqe(q, SL_SQE_OP_CANCEL, 0, (sl_addr_t){ 0, 0 }, 0, 0, NULL, 0, user_ctx, 0);
 }
 
 SL_EXPORT int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max)

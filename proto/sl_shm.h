@@ -105,20 +105,34 @@ _Static_assert(offsetof(struct sl_shm_hdr, cq_off) == 80, "cq_off offset");
 _Static_assert(offsetof(struct sl_shm_hdr, arena_off) == 128, "arena_off offset");
 _Static_assert(offsetof(struct sl_shm_hdr, node) == 144, "node offset");
 
-/* SQE opcodes: same numbers as enum sl_opcode. */
-#define SL_SQE_OP_SEND SL_OP_SEND
-#define SL_SQE_OP_RECV SL_OP_RECV
+/* SQE opcodes: the first four are the numbers of enum sl_opcode that
+ * their completions carry; RECV_CLAIMED completes as SL_OP_RECV. */
+#define SL_SQE_OP_SEND SL_OP_SEND		/* 1 */
+#define SL_SQE_OP_RECV SL_OP_RECV		/* 2 */
+#define SL_SQE_OP_PROBE SL_OP_PROBE		/* 3 */
+#define SL_SQE_OP_CANCEL SL_OP_CANCEL		/* 4 */
+#define SL_SQE_OP_RECV_CLAIMED 5u
 
 /*
- * Submission queue entry, 64 bytes, written by the client.
+ * Submission queue entry, 64 bytes, written by the client.  Every field a
+ * kind does not use must be 0 (else the descriptor completes
+ * SL_ERR_INVALID); rsvd0 and rsvd1 are 0 for all.
  * @opcode:   SL_SQE_OP_*.
- * @flags:    0 (no flags in version 1; non-zero is invalid).
- * @peer:     SEND: destination.  RECV: source filter (wildcards allowed).
- * @tag:      SEND: the tag.  RECV: the tag to match under @tag_mask.
- * @tag_mask: RECV only; 0 for SEND.
- * @addr:     byte offset of the buffer in the arena.
- * @len:      bytes: SEND payload length, RECV capacity.
- * @user_ctx: copied to the completion.
+ * @flags:    PROBE: SL_PROBE_CLAIM or SL_PROBE_DISCARD (not both), or 0.
+ *            Every other kind: 0.
+ * @peer:     SEND: destination.  RECV, PROBE: source filter (wildcards
+ *            allowed).  RECV_CLAIMED, CANCEL: 0.
+ * @tag:      SEND: the tag.  RECV, PROBE: the tag to match under
+ *            @tag_mask.  RECV_CLAIMED, CANCEL: 0.
+ * @tag_mask: RECV, PROBE only.
+ * @addr:     SEND, RECV, RECV_CLAIMED: byte offset of the buffer in the
+ *            arena.  PROBE, CANCEL: 0.
+ * @len:      bytes: SEND payload length, RECV and RECV_CLAIMED capacity.
+ *            PROBE, CANCEL: 0.
+ * @user_ctx: copied to the completion; CANCEL: also the user_ctx of the
+ *            receive to cancel.
+ * @rsvd2:    RECV_CLAIMED: the claim (nonzero, from a PROBE's completion).
+ *            Every other kind: 0.
  */
 struct sl_sqe {
 	uint8_t opcode;
@@ -131,13 +145,14 @@ struct sl_sqe {
 	uint64_t addr;
 	uint64_t len;
 	uint64_t user_ctx;
-	uint64_t rsvd2;		/* 0 */
+	uint64_t rsvd2;		/* RECV_CLAIMED: the claim; else 0 */
 };
 _Static_assert(sizeof(struct sl_sqe) == 64, "sqe size");
 _Static_assert(offsetof(struct sl_sqe, peer) == 8, "sqe peer");
 _Static_assert(offsetof(struct sl_sqe, tag) == 16, "sqe tag");
 _Static_assert(offsetof(struct sl_sqe, addr) == 32, "sqe addr");
 _Static_assert(offsetof(struct sl_sqe, user_ctx) == 48, "sqe user_ctx");
+_Static_assert(offsetof(struct sl_sqe, rsvd2) == 56, "sqe rsvd2");
 
 _Static_assert(sizeof(struct sl_cqe) == 64, "cqe size");
 _Static_assert(offsetof(struct sl_cqe, len) == 8, "cqe len");
@@ -146,6 +161,7 @@ _Static_assert(offsetof(struct sl_cqe, peer) == 24, "cqe peer");
 _Static_assert(offsetof(struct sl_cqe, status) == 32, "cqe status");
 _Static_assert(offsetof(struct sl_cqe, opcode) == 36, "cqe opcode");
 _Static_assert(offsetof(struct sl_cqe, sender_uid) == 40, "cqe sender_uid");
+_Static_assert(offsetof(struct sl_cqe, claim) == 48, "cqe claim");
 
 /* Queue depth limits (SQ entries); the CQ has SL_CQ_PER_SQ times more. */
 #define SL_QUEUE_DEPTH_MAX 4096u

@@ -34,6 +34,10 @@ const char *sl_strerror(int status)
 		return "unknown node";
 	case SL_ERR_STALLED:
 		return "stalled: queue failed";
+	case SL_ERR_NO_MESSAGE:
+		return "no message";
+	case SL_ERR_NOT_FOUND:
+		return "not found";
 	default:
 		return "unknown status";
 	}

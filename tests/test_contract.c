@@ -25,6 +25,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include <json-c/json.h>
 
 #include "harness.h"
+#include "sl_shm.h"
 #include "sluice.h"
 #include "testutil.h"
 
@@ -418,7 +420,22 @@ START_TEST(strerror_names)
 	ck_assert_str_eq(sl_strerror(SL_ERR_UNKNOWN_NODE), "unknown node");
 	H_EQ(SL_ERR_STALLED, 25);
 	ck_assert_str_eq(sl_strerror(SL_ERR_STALLED), "stalled: queue failed");
-	ck_assert_str_eq(sl_strerror(SL_ERR_STALLED + 1), "unknown status");
+	H_EQ(SL_ERR_NO_MESSAGE, 26);
+	ck_assert_str_eq(sl_strerror(SL_ERR_NO_MESSAGE), "no message");
+	H_EQ(SL_ERR_NOT_FOUND, 27);
+	ck_assert_str_eq(sl_strerror(SL_ERR_NOT_FOUND), "not found");
+	ck_assert_str_eq(sl_strerror(SL_ERR_NOT_FOUND + 1), "unknown status");
+	/* The opcodes of issue 18 and the CQE's claim (ABI: offset 48). */
+	H_EQ(SL_OP_PROBE, 3);
+	H_EQ(SL_OP_CANCEL, 4);
+	H_EQ(SL_SQE_OP_PROBE, 3);
+	H_EQ(SL_SQE_OP_CANCEL, 4);
+	H_EQ(SL_SQE_OP_RECV_CLAIMED, 5);
+	H_EQ(SL_PROBE_CLAIM, 1);
+	H_EQ(SL_PROBE_DISCARD, 2);
+	H_EQ(offsetof(struct sl_cqe, claim), 48);
+	H_EQ(offsetof(struct sl_sqe, rsvd2), 56);
+	H_EQ(sizeof(struct sl_cqe), 64);
 }
 END_TEST
 

@@ -87,7 +87,7 @@ START_TEST(test_strerror)
 		SL_OK, SL_NAK_BUSY, SL_NAK_RECEIVER_FULL, SL_ERR_NO_ENDPOINT,
 		SL_ERR_TRUNCATED, SL_ERR_PEER_DOWN, SL_ERR_PEER_RESTARTED,
 		SL_ERR_CANCELED, SL_ERR_INVALID, SL_ERR_ACCESS, SL_ERR_REG_LIMIT,
-		SL_ERR_UNKNOWN_NODE, SL_ERR_STALLED,
+		SL_ERR_UNKNOWN_NODE, SL_ERR_STALLED, SL_ERR_NO_MESSAGE, SL_ERR_NOT_FOUND,
 	};
 	enum { N = sizeof(st) / sizeof(st[0]) };
 
@@ -105,7 +105,7 @@ START_TEST(test_strerror)
 	ck_assert_str_eq(sl_strerror(9999), "unknown status");
 	ck_assert_str_eq(sl_strerror(-1), "unknown status");
 	ck_assert_str_eq(sl_strerror(3), "unknown status");
-	ck_assert_str_eq(sl_strerror(SL_ERR_STALLED + 1), "unknown status");
+	ck_assert_str_eq(sl_strerror(SL_ERR_NOT_FOUND + 1), "unknown status");
 }
 END_TEST
 
