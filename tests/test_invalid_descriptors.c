@@ -43,7 +43,7 @@ START_TEST(invalid_descriptors_raw)
 	struct sl_ctx *ctx;
 	struct sl_queue *nq, *pq;
 	struct raw r;
-	struct sl_sqe sqes[32], send_ok, recv_ok;
+	struct sl_sqe sqes[32], send_ok, recv_ok, probe_ok, claimed_ok, cancel_ok;
 	const char *what[32];
 	struct sl_cqe cqe;
 	uint8_t *rb;
@@ -78,6 +78,12 @@ START_TEST(invalid_descriptors_raw)
 				   .addr = 0, .len = 16 };
 	recv_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_RECV, .peer = SL_ANY_SOURCE,
 				   .tag = 0xbad, .tag_mask = ~0ull, .addr = 4096, .len = 64 };
+	/* The kinds of issue 18, each well formed but for one field. */
+	probe_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_PROBE, .peer = SL_ANY_SOURCE,
+				    .tag = 0xbad, .tag_mask = ~0ull };
+	claimed_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_RECV_CLAIMED, .addr = 4096,
+				      .len = 64, .rsvd2 = 1 };
+	cancel_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_CANCEL };
 #define E_BAD(desc, base, field, value) \
 	do { \
 		sqes[n] = (base); \
@@ -85,7 +91,7 @@ START_TEST(invalid_descriptors_raw)
 		what[n++] = (desc); \
 	} while (0)
 	E_BAD("opcode 0", send_ok, opcode, 0);
-	E_BAD("opcode 3", send_ok, opcode, 3);
+	E_BAD("opcode 3 (probe) with a buffer", send_ok, opcode, 3);
 	E_BAD("opcode 255", recv_ok, opcode, 255);
 	E_BAD("send flags 1", send_ok, flags, 1);
 	E_BAD("recv flags 0x80", recv_ok, flags, 0x80);
@@ -104,6 +110,16 @@ START_TEST(invalid_descriptors_raw)
 	E_BAD("recv from port 0", recv_ok, peer.port, 0);
 	E_BAD("send tag_mask 1", send_ok, tag_mask, 1);
 	E_BAD("send tag_mask all", send_ok, tag_mask, ~0ull);
+	E_BAD("opcode 6", cancel_ok, opcode, 6);
+	E_BAD("recv rsvd2 (a claim)", recv_ok, rsvd2, 1);
+	E_BAD("probe flags claim|discard", probe_ok, flags, SL_PROBE_CLAIM | SL_PROBE_DISCARD);
+	E_BAD("probe flags 4", probe_ok, flags, 4);
+	E_BAD("probe from port 0", probe_ok, peer.port, 0);
+	E_BAD("recv_claimed claim 0", claimed_ok, rsvd2, 0);
+	E_BAD("recv_claimed with a tag", claimed_ok, tag, 5);
+	E_BAD("recv_claimed with flags", claimed_ok, flags, SL_PROBE_CLAIM);
+	E_BAD("cancel with a length", cancel_ok, len, 8);
+	E_BAD("cancel with a peer", cancel_ok, peer.port, 7);
 #undef E_BAD
 	/* addr + len overflows for this one, with a small addr. */
 	sqes[11].addr = 64;

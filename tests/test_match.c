@@ -491,6 +491,98 @@ START_TEST(shared_total)
 }
 END_TEST
 
+/* Probe and claim (issue 18): a probe finds the first accepted message in
+ * arrival order and leaves it linked; a claim takes it off the matchable
+ * list under a nonzero id and keeps it charged until it is taken; ids
+ * are distinct; a receive does not see a claimed message; a find with a
+ * wrong id is NULL; the posted receive of a user_ctx is the oldest. */
+START_TEST(probe_and_claim)
+{
+	struct match_queues mq;
+	struct match_msg m1, m2, m3;
+	struct match_claim c1, c2;
+	struct match_recv r1, r2, r3;
+	struct desc f;
+	uint64_t total = 0, id1, id2;
+
+	match_init(&mq, &total);
+	memset(&m1, 0, sizeof(m1));
+	memset(&m2, 0, sizeof(m2));
+	memset(&m3, 0, sizeof(m3));
+	m1.src = (sl_addr_t){ N1, P1 };
+	m1.tag = 5;
+	m1.charge = 10;
+	m2.src = (sl_addr_t){ N2, P2 };
+	m2.tag = 5;
+	m2.charge = 20;
+	m3.src = (sl_addr_t){ N1, P1 };
+	m3.tag = 6;
+	m3.charge = 30;
+	match_add_unexpected(&mq, &m1);
+	match_add_unexpected(&mq, &m2);
+	match_add_unexpected(&mq, &m3);
+
+	memset(&f, 0, sizeof(f));
+	f.peer = SL_ANY_SOURCE;
+	ck_assert_ptr_eq(match_probe(&mq, &f), &m1);
+	ck_assert_ptr_eq(match_probe(&mq, &f), &m1);	/* nothing taken */
+	ck_assert_uint_eq(mq.n_unexpected, 3);
+	f.peer = (sl_addr_t){ N2, PANY };
+	ck_assert_ptr_eq(match_probe(&mq, &f), &m2);
+	f.peer = SL_ANY_SOURCE;
+	f.tag = 6;
+	f.tag_mask = ALL;
+	ck_assert_ptr_eq(match_probe(&mq, &f), &m3);
+	f.tag = 7;
+	ck_assert_ptr_null(match_probe(&mq, &f));
+
+	id1 = match_claim(&mq, &m1, &c1);
+	id2 = match_claim(&mq, &m3, &c2);
+	ck_assert_uint_ne(id1, 0);
+	ck_assert_uint_ne(id2, 0);
+	ck_assert_uint_ne(id1, id2);
+	ck_assert_uint_eq(mq.n_unexpected, 1);
+	ck_assert_uint_eq(mq.n_claimed, 2);
+	ck_assert_uint_eq(mq.unexpected_bytes, 60);	/* claimed ones still charged */
+	ck_assert_uint_eq(total, 60);
+	ck_assert_ptr_eq(match_find_claim(&mq, id1), &c1);
+	ck_assert_ptr_eq(match_find_claim(&mq, id2), &c2);
+	ck_assert_ptr_null(match_find_claim(&mq, 0));
+	ck_assert_ptr_null(match_find_claim(&mq, id1 + id2));
+
+	/* A receive for anything gets m2, not the claimed m1. */
+	memset(&r1, 0, sizeof(r1));
+	r1.desc.peer = SL_ANY_SOURCE;
+	ck_assert_ptr_eq(match_post_recv(&mq, &r1), &m2);
+	ck_assert_uint_eq(total, 40);
+	f.tag = 0;
+	f.tag_mask = 0;
+	ck_assert_ptr_null(match_probe(&mq, &f));
+
+	match_unclaim(&mq, &c1);
+	ck_assert_ptr_eq(c1.m, &m1);
+	ck_assert_ptr_null(match_find_claim(&mq, id1));
+	ck_assert_uint_eq(total, 30);
+	ck_assert_ptr_eq(match_pop_claim(&mq), &c2);
+	ck_assert_ptr_null(match_pop_claim(&mq));
+	ck_assert_uint_eq(mq.n_claimed, 0);
+	ck_assert_uint_eq(mq.unexpected_bytes, 0);
+	ck_assert_uint_eq(total, 0);
+
+	/* Posted receives by user_ctx: the oldest first. */
+	memset(&r2, 0, sizeof(r2));
+	memset(&r3, 0, sizeof(r3));
+	r2.desc.peer = r3.desc.peer = SL_ANY_SOURCE;
+	r2.desc.user_ctx = r3.desc.user_ctx = 77;
+	ck_assert_ptr_null(match_post_recv(&mq, &r2));
+	ck_assert_ptr_null(match_post_recv(&mq, &r3));
+	ck_assert_ptr_eq(match_find_recv(&mq, 77), &r2);
+	match_remove_recv(&mq, &r2);
+	ck_assert_ptr_eq(match_find_recv(&mq, 77), &r3);
+	ck_assert_ptr_null(match_find_recv(&mq, 78));
+}
+END_TEST
+
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *match_suite(void)
@@ -507,6 +599,7 @@ static Suite *match_suite(void)
 	tcase_add_test(tc, init_state);
 	tcase_add_test(tc, reuse_after_pop);
 	tcase_add_test(tc, shared_total);
+	tcase_add_test(tc, probe_and_claim);
 	suite_add_tcase(s, tc);
 	return s;
 }
