@@ -27,7 +27,10 @@ int engine_validate(const struct desc *dsc);
  * engine_submit - carry out descriptor @dsc of dsc->q (queue_drain()
  * took it and counts it in flight): validated, refused at once while the
  * daemon drains or when its queue has failed, else matched, delivered,
- * or handed to a link.  Always leads to exactly one queue_complete().
+ * or handed to a link; a probe, a claimed receive or a cancel carried
+ * out at the endpoint (endpoint.h; a cancel that finds no receive asks
+ * rndv.h and copy.h whether sends hold its user_ctx).  Always leads to
+ * exactly one queue_complete() of @dsc.
  */
 void engine_submit(struct desc *dsc);
 
