@@ -515,6 +515,49 @@ START_TEST(probe_discard)
 }
 END_TEST
 
+/*
+ * A claimed rendezvous message whose local sender's queue closes before
+ * the claim is received: the claim stays as the record of why, and
+ * sl_recv_claimed() completes SL_ERR_NO_ENDPOINT naming the message, its
+ * buffer untouched; the charge goes with it.
+ */
+START_TEST(claimed_sender_gone)
+{
+	struct world w;
+	struct sl_ctx *c2;
+	struct sl_queue *s2;
+	struct sl_cqe cqe;
+	uint8_t *b2;
+	uint64_t claim;
+	sl_addr_t s2_addr;
+
+	world_start(&w);
+	H_EQ(sl_open(w.nodes[0].sock, &c2), 0);
+	H_EQ(sl_queue_open(c2, R2_PORT, 16, &s2), 0);
+	s2_addr = (sl_addr_t){ w.nodes[0].node, R2_PORT };
+	b2 = sl_alloc(s2, BIG);
+	H_ASSERT(b2, "sl_alloc");
+	msg_fill(b2, BIG, R2_PORT, 0, 50);
+	H_EQ(sl_send(s2, w.r_addr, 50, b2, BIG, 1), 0);
+	wait_arrival(w.r, 50);
+	cqe = probe(w.r, SL_ANY_SOURCE, 50, ~0ull, SL_PROBE_CLAIM, 1);
+	expect_found(&cqe, s2_addr, 50, BIG, (uint32_t)getuid());
+	claim = cqe.claim;
+	H_EQ(h_daemon_stat(&w.nodes[0], "daemon.unexpected_bytes"), CHARGE_RNDV);
+	H_EQ(sl_queue_close(s2), 0);
+	sl_close(c2);
+	memset(w.rbuf, 0xee, BIG);
+	H_EQ(sl_recv_claimed(w.r, claim, w.rbuf, BIG, 2), 0);
+	expect_cqe(w.r, SL_OP_RECV, 2, SL_ERR_NO_ENDPOINT, BIG, 50, s2_addr);
+	H_ASSERT(all_bytes(w.rbuf, BIG, 0xee), "buffer written");
+	H_EQ(h_daemon_stat(&w.nodes[0], "daemon.unexpected_bytes"), 0);
+	H_EQ(sl_recv_claimed(w.r, claim, w.rbuf, BIG, 3), 0);
+	expect_cqe(w.r, SL_OP_RECV, 3, SL_ERR_NOT_FOUND, BIG, 0, ((sl_addr_t){ w.nodes[0].node, 0 }));
+	printf("claimed, then its sender's queue closed: SL_ERR_NO_ENDPOINT, then not found\n");
+	world_stop(&w);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *probe_suite(void)
@@ -527,6 +570,7 @@ static Suite *probe_suite(void)
 	tcase_add_test(tc, claim_then_recv_claimed);
 	tcase_add_test(tc, claimed_freed_at_close);
 	tcase_add_test(tc, probe_discard);
+	tcase_add_test(tc, claimed_sender_gone);
 	return s;
 }
 
