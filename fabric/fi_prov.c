@@ -114,6 +114,8 @@ static int check_hints(const struct fi_info *hints)
 	if (hints->domain_attr) {
 		if (hints->domain_attr->name && strcmp(hints->domain_attr->name, SFI_NAME))
 			return -FI_ENODATA;
+		if (hints->domain_attr->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+			return -FI_ENODATA;	/* FI_SHARED_AV */
 		/* No immediate data (FI_REMOTE_CQ_DATA) in sluice messages. */
 		if (hints->domain_attr->cq_data_size)
 			return -FI_ENODATA;
@@ -187,15 +189,17 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
+	/* What was asked for (all of it when nothing was): no extra primary
+	 * capability, as fi_getinfo(3) wants. */
 	caps = hints && hints->caps ? hints->caps : SFI_CAPS;
-	if (!(caps & (FI_MSG | FI_TAGGED)))
-		caps |= FI_MSG | FI_TAGGED;
-	if (!(caps & (FI_SEND | FI_RECV)))
-		caps |= FI_SEND | FI_RECV;
-	caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = SFI_ADDR_FORMAT;
+	/* Always a source: this node, port 0 (a free one) unless given. */
+	if (!have_src) {
+		src = (sl_addr_t){ local_node, 0 };
+		have_src = true;
+	}
 	if (have_src) {
 		fi->src_addr = malloc(SFI_ADDRLEN);
 		if (!fi->src_addr)
@@ -211,7 +215,7 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 		fi->dest_addrlen = SFI_ADDRLEN;
 	}
 
-	fi->tx_attr->caps = caps & ~(FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
+	fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND);
 	fi->tx_attr->mode = 0;
 	fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags & SFI_TX_OP_FLAGS : 0;
 	fi->tx_attr->msg_order = SFI_MSG_ORDER;
@@ -221,7 +225,7 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->tx_attr->iov_limit = SFI_IOV_MAX;
 	fi->tx_attr->rma_iov_limit = 0;
 
-	fi->rx_attr->caps = caps & ~FI_SEND;
+	fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
 	fi->rx_attr->mode = 0;
 	fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags & SFI_RX_OP_FLAGS : 0;
 	fi->rx_attr->msg_order = SFI_MSG_ORDER;
@@ -249,8 +253,15 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->domain_attr->threading = hints && hints->domain_attr &&
 		hints->domain_attr->threading != FI_THREAD_UNSPEC ?
 		hints->domain_attr->threading : FI_THREAD_SAFE;
-	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
-	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	/* The daemon moves the data (auto); completions are taken when the
+	 * application reads a CQ or counter, which is all that manual
+	 * progress asks of a provider: either is true, the hint's is said. */
+	fi->domain_attr->control_progress = hints && hints->domain_attr &&
+		hints->domain_attr->control_progress != FI_PROGRESS_UNSPEC ?
+		hints->domain_attr->control_progress : FI_PROGRESS_AUTO;
+	fi->domain_attr->data_progress = hints && hints->domain_attr &&
+		hints->domain_attr->data_progress != FI_PROGRESS_UNSPEC ?
+		hints->domain_attr->data_progress : FI_PROGRESS_AUTO;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = hints && hints->domain_attr ? hints->domain_attr->av_type : FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = 0;
@@ -276,7 +287,6 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->fabric_attr->prov_version = SFI_PROV_VERSION;
 	fi->fabric_attr->api_version = SFI_FI_VERSION;
 	(void)version;
-	(void)local_node;
 	*info = fi;
 	return 0;
 nomem:
