@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -253,6 +254,12 @@ static ssize_t sfi_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
 	pthread_mutex_lock(&cq->dom->lock);
 	rc = cq_read_locked(cq, buf, count, src);
 	pthread_mutex_unlock(&cq->dom->lock);
+	/* An application that spins on an empty CQ must not starve the
+	 * daemon that would complete its operations (two cores, a daemon
+	 * per node and a client each: 6 ms per round trip, a scheduler
+	 * tick, without this; sl_wait() yields likewise). */
+	if (rc == -FI_EAGAIN)
+		sched_yield();
 	return rc;
 }
 
@@ -525,6 +532,9 @@ static uint64_t sfi_cntr_read(struct fid_cntr *fc)
 	set_progress(&c->eps);
 	v = c->value;
 	pthread_mutex_unlock(&c->dom->lock);
+	if (v == c->last_read)
+		sched_yield();	/* spinning on a counter: as on a CQ */
+	c->last_read = v;
 	return v;
 }
 

@@ -192,6 +192,7 @@ struct sfi_cntr {
 	struct fid_cntr cntr;
 	struct sfi_domain *dom;
 	uint64_t value, errors;
+	uint64_t last_read;		/* fi_cntr_read's last answer */
 	struct sfi_ep_set eps;
 	enum fi_wait_obj wait_obj;
 };
