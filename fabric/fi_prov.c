@@ -195,9 +195,10 @@ static int sfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = SFI_ADDR_FORMAT;
-	/* Always a source: this node, port 0 (a free one) unless given. */
+	/* Always a source: this node (SL_NODE_LOCAL: whichever daemon the
+	 * domain opens) and port 0 (a free one), unless given. */
 	if (!have_src) {
-		src = (sl_addr_t){ local_node, 0 };
+		src = (sl_addr_t){ SL_NODE_LOCAL, 0 };
 		have_src = true;
 	}
 	if (have_src) {
