@@ -214,6 +214,10 @@ static void handle_cqe(struct sfi_ep *ep, const struct sl_cqe *cqe)
 	    nak_retry(op, cqe->status))
 		return;
 	op->status = cqe->status;
+	/* FI_CLAIM | FI_DISCARD receives into no buffer: its truncation is
+	 * the discard asked for. */
+	if (op->kind == SFI_OP_CLAIMED_RECV && !op->abuf && op->status == SL_ERR_TRUNCATED)
+		op->status = SL_OK;
 	op->rlen = cqe->len;
 	op->rtag = cqe->tag;
 	op->rpeer = cqe->peer;
