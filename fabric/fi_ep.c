@@ -200,13 +200,13 @@ static void handle_cqe(struct sfi_ep *ep, const struct sl_cqe *cqe)
 {
 	struct sfi_op *op = (struct sfi_op *)(uintptr_t)cqe->user_ctx;
 
-	if (cqe->opcode == SFI_SL_OP_CANCEL)
+	if (cqe->opcode == SL_OP_CANCEL)
 		return;	/* the receive it cancelled completed on its own */
 	if (!op || op < ep->pool || op >= ep->pool + SFI_POOL_OPS || op->state != SFI_OP_POSTED) {
 		SFI_WARN(FI_LOG_EP_DATA, "a completion for no operation of this endpoint\n");
 		return;
 	}
-	if (cqe->opcode == SFI_SL_OP_PROBE) {
+	if (cqe->opcode == SL_OP_PROBE) {
 		sfi_peek_complete(op, cqe);
 		return;
 	}

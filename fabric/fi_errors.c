@@ -8,11 +8,6 @@
 
 #include "sfi.h"
 
-/* Statuses of include/sluice.h that an older header may not name yet
- * (issue 18: probe, claim and cancel). */
-#define SFI_SL_ERR_NO_MESSAGE 26
-#define SFI_SL_ERR_NOT_FOUND 27
-
 int sfi_status_to_fi(int status)
 {
 	switch (status) {
@@ -41,9 +36,9 @@ int sfi_status_to_fi(int status)
 		return FI_EADDRNOTAVAIL;
 	case SL_ERR_STALLED:
 		return FI_EIO;
-	case SFI_SL_ERR_NO_MESSAGE:
+	case SL_ERR_NO_MESSAGE:
 		return FI_ENOMSG;
-	case SFI_SL_ERR_NOT_FOUND:
+	case SL_ERR_NOT_FOUND:
 		return FI_ENOENT;
 	case SFI_STATUS_DAEMON_GONE:
 		return FI_EIO;

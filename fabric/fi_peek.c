@@ -1,7 +1,7 @@
 /*
  * fi_peek.c - fi_trecvmsg() with FI_PEEK, FI_CLAIM and FI_DISCARD, and
  * fi_cancel(), over libsluice's sl_probe(), sl_recv_claimed() and
- * sl_cancel() (issue 18).
+ * sl_cancel().
  *
  *   FI_PEEK                 sl_probe(): the first unexpected message that
  *                           matches, reported with its tag, length and
@@ -15,16 +15,11 @@
  *   FI_CLAIM | FI_DISCARD   sl_recv_claimed() with no buffer: dropped.
  *   fi_cancel()             sl_cancel() of a posted receive: it completes
  *                           with FI_ECANCELED.
- *
- * When include/sluice.h has no sl_probe() (SL_PROBE_CLAIM undefined)
- * they all return -FI_ENOSYS.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "sfi.h"
-
-#ifdef SL_PROBE_CLAIM
 
 static void claim_store(void *context, uint64_t claim)
 {
@@ -183,23 +178,3 @@ out:
 	pthread_mutex_unlock(&ep->dom->lock);
 	return rc;
 }
-
-#else /* !SL_PROBE_CLAIM: libsluice without probe, claim and cancel */
-
-ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-void sfi_peek_complete(struct sfi_op *op, const struct sl_cqe *cqe)
-{
-	op->status = cqe->status;
-	sfi_op_finish(op);
-}
-
-ssize_t sfi_cancel(fid_t fid, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-#endif

@@ -68,10 +68,6 @@
  * the local daemon closed the context, so nothing posted will complete. */
 #define SFI_STATUS_DAEMON_GONE 256
 
-/* Completion opcodes of issue 18 (enum sl_opcode), by number. */
-#define SFI_SL_OP_PROBE 3
-#define SFI_SL_OP_CANCEL 4
-
 extern struct fi_provider sfi_prov;
 
 #define SFI_WARN(subsys, ...) FI_WARN(&sfi_prov, subsys, __VA_ARGS__)

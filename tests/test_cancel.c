@@ -1,5 +1,5 @@
 /*
- * test_cancel.c - sl_cancel() (issue 18): a posted receive that has not
+ * test_cancel.c - sl_cancel(): a posted receive that has not
  * matched completes SL_ERR_CANCELED, then the cancel SL_OK, in that order;
  * the oldest of two with one user_ctx goes; a cancel of an unknown
  * user_ctx, of a receive that matched, of a claimed receive is

@@ -425,7 +425,7 @@ START_TEST(strerror_names)
 	H_EQ(SL_ERR_NOT_FOUND, 27);
 	ck_assert_str_eq(sl_strerror(SL_ERR_NOT_FOUND), "not found");
 	ck_assert_str_eq(sl_strerror(SL_ERR_NOT_FOUND + 1), "unknown status");
-	/* The opcodes of issue 18 and the CQE's claim (ABI: offset 48). */
+	/* The probe, claim and cancel opcodes and the CQE's claim (ABI: offset 48). */
 	H_EQ(SL_OP_PROBE, 3);
 	H_EQ(SL_OP_CANCEL, 4);
 	H_EQ(SL_SQE_OP_PROBE, 3);

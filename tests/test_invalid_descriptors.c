@@ -78,7 +78,7 @@ START_TEST(invalid_descriptors_raw)
 				   .addr = 0, .len = 16 };
 	recv_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_RECV, .peer = SL_ANY_SOURCE,
 				   .tag = 0xbad, .tag_mask = ~0ull, .addr = 4096, .len = 64 };
-	/* The kinds of issue 18, each well formed but for one field. */
+	/* The probe, claimed-receive and cancel kinds, each well formed but for one field. */
 	probe_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_PROBE, .peer = SL_ANY_SOURCE,
 				    .tag = 0xbad, .tag_mask = ~0ull };
 	claimed_ok = (struct sl_sqe){ .opcode = SL_SQE_OP_RECV_CLAIMED, .addr = 4096,

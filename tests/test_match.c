@@ -491,7 +491,7 @@ START_TEST(shared_total)
 }
 END_TEST
 
-/* Probe and claim (issue 18): a probe finds the first accepted message in
+/* Probe and claim: a probe finds the first accepted message in
  * arrival order and leaves it linked; a claim takes it off the matchable
  * list under a nonzero id and keeps it charged until it is taken; ids
  * are distinct; a receive does not see a claimed message; a find with a

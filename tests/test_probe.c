@@ -1,6 +1,6 @@
 /*
  * test_probe.c - sl_probe(), its SL_PROBE_CLAIM and SL_PROBE_DISCARD, and
- * sl_recv_claimed() (issue 18), with eager and rendezvous messages (above
+ * sl_recv_claimed(), with eager and rendezvous messages (above
  * the daemons' eager_max), from the receiver's node and from another
  * node over the link: what a probe finds (the first match in arrival
  * order, with source, tag, full length and sender uid), that it takes
