@@ -16,8 +16,8 @@
  *            each uid with a client holds, and the bounds (uid_quota.h)
  *   queues   {"queues": [{id, port, pid, uid, sq_used, sq_depth, cq_used,
  *            cq_depth, in_flight, posted_recvs, unexpected,
- *            unexpected_bytes, sqes, cqes, msgs_tx, bytes_tx, msgs_rx,
- *            bytes_rx, naks, arena_bytes}]}
+ *            unexpected_bytes, claimed, sqes, cqes, msgs_tx, bytes_tx,
+ *            msgs_rx, bytes_rx, naks, arena_bytes}]}
  *   links    {"links": [{peer, node_id (hex), address, last_error (string
  *            or null), and every link.PEER.* statistic of stats.c, and
  *            state_for_ms (up for, or down for, since it last changed),
@@ -328,6 +328,7 @@ static bool cmd_queues(struct daemon *d, struct json_object *o)
 		jset_u64(j, "posted_recvs", q->mq.n_posted, &ok);
 		jset_u64(j, "unexpected", q->mq.n_unexpected, &ok);
 		jset_u64(j, "unexpected_bytes", q->mq.unexpected_bytes, &ok);
+		jset_u64(j, "claimed", q->mq.n_claimed, &ok);
 		jset_u64(j, "sqes", q->sqes, &ok);
 		jset_u64(j, "cqes", q->cqes, &ok);
 		jset_u64(j, "msgs_tx", q->msgs_tx, &ok);

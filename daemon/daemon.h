@@ -93,6 +93,13 @@ struct daemon_counters {
 	 * none quiet to close (link_idle.c). */
 	uint64_t links_over_max;
 	uint64_t copy_stalls;		/* queues failed: copies made no progress */
+	/* Messages set aside by sl_probe(SL_PROBE_CLAIM); of those, the
+	 * claims sl_recv_claimed() took (whatever it completed), and those
+	 * freed untaken when their queue closed or failed.  Claimed now is
+	 * claims - claims_received - claims_dropped (endpoint.c). */
+	uint64_t claims;
+	uint64_t claims_received;
+	uint64_t claims_dropped;
 	/* Completions by status (queue_complete): enum sl_status values
 	 * below SLD_STATUS_SLOTS - 1 count in their own slot, anything else
 	 * in the last one. */

@@ -245,6 +245,7 @@ void endpoint_probe(struct queue *q, const struct desc *probe)
 		}
 		probe_matched(q, probe, m);
 		found.claim = match_claim(&q->mq, m, c);
+		q->d->ctr.claims++;
 		status = SL_OK;
 	} else if (probe->flags & SL_PROBE_DISCARD) {
 		status = probe_discard(q, probe, m);
@@ -266,6 +267,7 @@ void endpoint_recv_claimed(struct queue *q, struct match_recv *r)
 		return;
 	}
 	match_unclaim(&q->mq, c);
+	q->d->ctr.claims_received++;
 	m = c->m;
 	msg = msg_of(m, 0);
 	if (c->status) {
@@ -306,6 +308,7 @@ void endpoint_drop_claimed(struct queue *q)
 	struct match_claim *c;
 
 	while ((c = match_pop_claim(&q->mq))) {
+		q->d->ctr.claims_dropped++;
 		if (c->status)
 			free(c->m);	/* its sender was told already */
 		else

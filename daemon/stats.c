@@ -86,6 +86,9 @@ static const struct stat_desc daemon_ctr_stats[] = {
 	U64(struct daemon_counters, copies_sliced, "copies_sliced"),
 	U64(struct daemon_counters, copy_stalls, "copy_stalls"),
 	U64(struct daemon_counters, links_over_max, "links_over_max"),
+	U64(struct daemon_counters, claims, "claims"),
+	U64(struct daemon_counters, claims_received, "claims_received"),
+	U64(struct daemon_counters, claims_dropped, "claims_dropped"),
 };
 
 static const struct stat_desc rcache_stats[] = {
@@ -254,7 +257,7 @@ static void visit_num(stat_visit_fn fn, void *arg, const char *name, uint64_t nu
 
 void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 {
-	uint64_t unexp = 0, posted = 0;
+	uint64_t unexp = 0, posted = 0, claimed = 0;
 	struct queue *q;
 
 	visit_table(daemon_ctr_stats, N_ELEMS(daemon_ctr_stats), &d->ctr, fn, arg);
@@ -263,6 +266,7 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	TAILQ_FOREACH(q, &d->queues, all) {
 		unexp += q->mq.n_unexpected;
 		posted += q->mq.n_posted;
+		claimed += q->mq.n_claimed;
 	}
 	visit_num(fn, arg, "unexpected", unexp);
 	/* The sum over the queues, kept as they change (match.h). */
@@ -274,6 +278,9 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	visit_num(fn, arg, "releases_async", release_async_count(d));
 	visit_num(fn, arg, "release_pending_bytes", release_pending_bytes(d));
 	visit_num(fn, arg, "release_errors", release_errors(d));
+	/* Claimed messages held now (sl_probe(3)); their bytes count in
+	 * unexpected_bytes, the messages not in unexpected. */
+	visit_num(fn, arg, "claimed", claimed);
 }
 
 void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)

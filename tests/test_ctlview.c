@@ -18,6 +18,11 @@
  *   watch_rates    --watch --json during a known burst: a timestamp per
  *                  refresh, and the per-second rates times their
  *                  intervals add up to the burst, per link and queue
+ *   claims         claimed messages (sl_probe SL_PROBE_CLAIM) held now
+ *                  and claims taken, received and dropped at close, in
+ *                  the statistics file, `counters --json`, `queues`
+ *                  (--json, the CLAIMED column) and the Prometheus text:
+ *                  2 claimed, then 1 after a receive, 0 after the close
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -661,6 +666,154 @@ START_TEST(watch_rates)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* claims: claimed messages held, claims taken, received, dropped       */
+/* ------------------------------------------------------------------ */
+
+#define CLAIM_LEN 100u
+#define CLAIM_CHARGE (CLAIM_LEN + 64u)	/* an eager message's: sluiced.conf(5) */
+
+/* Prometheus text @text has the line "@name @want", whole. */
+static void expect_metric(const char *text, const char *name, uint64_t want)
+{
+	char line[256];
+	const char *at = text;
+	size_t n;
+
+	n = (size_t)snprintf(line, sizeof(line), "%s %llu\n", name, (unsigned long long)want);
+	while ((at = strstr(at, line)) && at != text && at[-1] != '\n')
+		at += n;
+	H_ASSERT(at, "no line '%s %llu' in the metrics: %.200s", name, (unsigned long long)want,
+		 strstr(text, name) ? strstr(text, name) : "(no such family)");
+}
+
+/*
+ * Every view of @d's claim figures says the same: @claimed held now (with
+ * @unexp unexpected, all charged @unexp_bytes), @claims taken by probes,
+ * @received by sl_recv_claimed, @dropped at close; queue @qid (0: it is
+ * closed) on PORT_A holds all @claimed.
+ */
+static void expect_claims(const struct h_daemon *d, uint64_t qid, uint64_t claimed,
+			  uint64_t unexp, uint64_t unexp_bytes, uint64_t claims, uint64_t received,
+			  uint64_t dropped)
+{
+	struct h_stats *st = malloc(sizeof(*st));
+	struct json_object *o, *dm;
+	char *out = malloc(OUT_CAP), id[32], cellbuf[64], want[32], line[192];
+	int rc;
+
+	H_ASSERT(st && out, "out of memory");
+	h_daemon_stats(d, st);
+	H_EQ(h_stats_u64(st, "daemon.claimed"), claimed);
+	H_EQ(h_stats_u64(st, "daemon.claims"), claims);
+	H_EQ(h_stats_u64(st, "daemon.claims_received"), received);
+	H_EQ(h_stats_u64(st, "daemon.claims_dropped"), dropped);
+	H_EQ(h_stats_u64(st, "daemon.unexpected"), unexp);
+	H_EQ(h_stats_u64(st, "daemon.unexpected_bytes"), unexp_bytes);
+
+	o = ctl_json(d, "counters", NULL);
+	dm = jfield(o, "daemon");
+	H_EQ(ju64(dm, "claimed"), claimed);
+	H_EQ(ju64(dm, "claims"), claims);
+	H_EQ(ju64(dm, "claims_received"), received);
+	H_EQ(ju64(dm, "claims_dropped"), dropped);
+	json_object_put(o);
+
+	rc = ctl(d, out, OUT_CAP, "counters", "--format", "prometheus", NULL);
+	H_ASSERT(rc == 0, "counters --format prometheus: exit %d: %.300s", rc, out);
+	expect_metric(out, "sluice_daemon_claimed_messages", claimed);
+	expect_metric(out, "sluice_daemon_claims_total", claims);
+	expect_metric(out, "sluice_daemon_claims_received_total", received);
+	expect_metric(out, "sluice_daemon_claims_dropped_total", dropped);
+	if (qid) {
+		snprintf(line, sizeof(line),
+			 "sluice_queue_claimed_messages{queue=\"%llu\",port=\"%u\",pid=\"%d\","
+			 "uid=\"%u\"} %llu\n", (unsigned long long)qid, PORT_A, (int)getpid(),
+			 (unsigned)getuid(), (unsigned long long)claimed);
+		H_ASSERT(strstr(out, line), "no line %s in the metrics", line);
+	}
+
+	if (qid) {
+		o = ctl_json(d, "queues", NULL);
+		H_EQ(ju64(jfind(jfield(o, "queues"), "id", qid), "claimed"), claimed);
+		H_EQ(ju64(jfind(jfield(o, "queues"), "id", qid), "unexpected"), unexp);
+		json_object_put(o);
+		snprintf(id, sizeof(id), "%llu", (unsigned long long)qid);
+		rc = ctl(d, out, OUT_CAP, "queues", id, NULL);
+		H_ASSERT(rc == 0, "queues %s: exit %d: %.300s", id, rc, out);
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)claimed);
+		ck_assert_str_eq(table_cell(out, id, "CLAIMED", cellbuf, sizeof(cellbuf)), want);
+	}
+	free(out);
+	free(st);
+}
+
+START_TEST(claims)
+{
+	struct h_daemon d;
+	struct sl_ctx *c;
+	struct sl_queue *qr, *qs;
+	struct json_object *o;
+	struct sl_cqe cqe;
+	uint64_t claim[2], qid;
+	uint8_t *sbuf, *rbuf;
+	unsigned i;
+
+	h_daemon_start(&d, "a", 0, NULL, 0);
+	H_ASSERT(sl_open(d.sock, &c) == 0, "sl_open");
+	H_ASSERT(sl_queue_open(c, PORT_A, 64, &qr) == 0 &&
+		 sl_queue_open(c, PORT_B, 64, &qs) == 0, "queues");
+	sbuf = sl_alloc(qs, CLAIM_LEN);
+	rbuf = sl_alloc(qr, CLAIM_LEN);
+	H_ASSERT(sbuf && rbuf, "sl_alloc");
+	memset(sbuf, 0x5a, CLAIM_LEN);
+	o = ctl_json(&d, "queues", NULL);
+	qid = ju64(jfind(jfield(o, "queues"), "port", PORT_A), "id");
+	json_object_put(o);
+	expect_claims(&d, qid, 0, 0, 0, 0, 0, 0);
+
+	/* Three eager messages to PORT_A, tags 1, 2, 3: unexpected there (a
+	 * local eager send completes once its message is queued). */
+	for (i = 1; i <= 3; i++) {
+		H_EQ(sl_send(qs, addr_of(d.node, PORT_A), i, sbuf, CLAIM_LEN, i), 0);
+		expect_cqe(qs, SL_OK, "send");
+	}
+	expect_claims(&d, qid, 0, 3, 3 * CLAIM_CHARGE, 0, 0, 0);
+
+	/* Claim tags 1 and 2: 2 claimed, 1 unexpected, all 3 still charged. */
+	for (i = 0; i < 2; i++) {
+		H_EQ(sl_probe(qr, SL_ANY_SOURCE, i + 1, ~0ull, SL_PROBE_CLAIM, 10 + i), 0);
+		wait_cqes(qr, &cqe, 1, 5000);
+		H_ASSERT(cqe.opcode == SL_OP_PROBE && cqe.status == SL_OK && cqe.tag == i + 1 &&
+			 cqe.claim != 0, "probe %u: %s, tag %llu, claim %llu", i,
+			 sl_strerror(cqe.status), (unsigned long long)cqe.tag,
+			 (unsigned long long)cqe.claim);
+		claim[i] = cqe.claim;
+	}
+	expect_claims(&d, qid, 2, 1, 3 * CLAIM_CHARGE, 2, 0, 0);
+
+	/* Receive one: 1 claimed, 1 received; a spent claim counts nowhere. */
+	H_EQ(sl_recv_claimed(qr, claim[0], rbuf, CLAIM_LEN, 20), 0);
+	wait_cqes(qr, &cqe, 1, 5000);
+	H_ASSERT(cqe.opcode == SL_OP_RECV && cqe.status == SL_OK && cqe.tag == 1 &&
+		 cqe.len == CLAIM_LEN, "recv_claimed: %s, tag %llu, len %llu",
+		 sl_strerror(cqe.status), (unsigned long long)cqe.tag,
+		 (unsigned long long)cqe.len);
+	H_EQ(sl_recv_claimed(qr, claim[0], rbuf, CLAIM_LEN, 21), 0);
+	expect_cqe(qr, SL_ERR_NOT_FOUND, "spent claim");
+	expect_claims(&d, qid, 1, 1, 2 * CLAIM_CHARGE, 2, 1, 0);
+
+	/* Close the queue: its claim (tag 2) is dropped, tag 3 too. */
+	H_EQ(sl_queue_close(qr), 0);
+	expect_claims(&d, 0, 0, 0, 0, 2, 1, 1);
+
+	sl_close(c);
+	h_daemon_stop(&d);
+	printf("claims: 2 of 3 unexpected claimed, 1 received, 1 dropped at close: claimed "
+	       "2 -> 1 -> 0, claims 2, received 1, dropped 1, in every view\n");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ctlview");
@@ -672,5 +825,7 @@ int main(void)
 	tcase_add_test(tc, memory);
 	tc = h_tcase(s, "watch_rates", 60);
 	tcase_add_test(tc, watch_rates);
+	tc = h_tcase(s, "claims", 60);
+	tcase_add_test(tc, claims);
 	return h_run_suite(s);
 }

@@ -623,9 +623,9 @@ static void show_uids(struct json_object *o)
 static void show_queues(struct json_object *o)
 {
 	static const char *const head[] = { "ID", "PORT", "PID", "SQ", "CQ", "IN_FLIGHT",
-					    "POSTED", "UNEXPECTED", "UNEXP_BYTES", "MSGS_TX",
-					    "BYTES_TX", "MSGS_RX", "BYTES_RX", "NAKS" };
-	static const bool right[] = { true, true, true, true, true, true, true,
+					    "POSTED", "UNEXPECTED", "CLAIMED", "UNEXP_BYTES",
+					    "MSGS_TX", "BYTES_TX", "MSGS_RX", "BYTES_RX", "NAKS" };
+	static const bool right[] = { true, true, true, true, true, true, true, true,
 				      true, true, true, true, true, true, true };
 	struct json_object *arr = field(o, "queues");
 	struct table t;
@@ -635,7 +635,7 @@ static void show_queues(struct json_object *o)
 		printf("no queues open\n");
 		return;
 	}
-	table_init(&t, head, right, 14);
+	table_init(&t, head, right, 15);
 	for (i = 0; i < n; i++) {
 		struct json_object *q = json_object_array_get_idx(arr, i);
 		char (*row)[CELL_MAX] = table_row(&t);
@@ -652,12 +652,13 @@ static void show_queues(struct json_object *o)
 		cell(row[5], q, "in_flight");
 		cell(row[6], q, "posted_recvs");
 		cell(row[7], q, "unexpected");
-		fmt_bytes(row[8], CELL_MAX, num(q, "unexpected_bytes"));
-		cell(row[9], q, "msgs_tx");
-		cell(row[10], q, "bytes_tx");
-		cell(row[11], q, "msgs_rx");
-		cell(row[12], q, "bytes_rx");
-		cell(row[13], q, "naks");
+		cell(row[8], q, "claimed");
+		fmt_bytes(row[9], CELL_MAX, num(q, "unexpected_bytes"));
+		cell(row[10], q, "msgs_tx");
+		cell(row[11], q, "bytes_tx");
+		cell(row[12], q, "msgs_rx");
+		cell(row[13], q, "bytes_rx");
+		cell(row[14], q, "naks");
 	}
 	table_print(&t);
 }
