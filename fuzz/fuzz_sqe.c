@@ -10,9 +10,16 @@
  * FUZZ_PORT_B:
  *   0 q raw[64]            post 64 raw bytes as an SQE
  *   1 q op node port tag mask addr[4] len[4]
- *                          post a well-formed-looking SQE (send or
- *                          receive; node, port and mask picked from a few
- *                          meaningful values or taken raw)
+ *                          post a well-formed-looking SQE (node, port and
+ *                          mask picked from a few meaningful values or
+ *                          taken raw) of the kind (op >> 1) & 7 says
+ *                          (post_shaped): a send or a receive, a probe
+ *                          with no flag, SL_PROBE_CLAIM or
+ *                          SL_PROBE_DISCARD, a RECV_CLAIMED of a claim
+ *                          held on this queue or the other (real) or of
+ *                          one never made or 0 (bogus), a CANCEL of a
+ *                          posted receive's or a shaped descriptor's
+ *                          user_ctx (real) or of one no descriptor has
  *   2 q v[4]               set the SQ tail to v
  *   3 q v[4]               set the CQ head to v
  *   4                      one progress pass
@@ -28,6 +35,7 @@
 
 #include "fuzz_daemon.h"
 #include "engine.h"
+#include "match.h"
 #include "queue.h"
 #include "session.h"
 #include "sluice.h"
@@ -93,22 +101,100 @@ static uint32_t pick_port(uint8_t b, struct cursor *c)
 	}
 }
 
-static void post_shaped(struct daemon *d, struct queue *q, struct cursor *c)
+/* A claim id of @q for a RECV_CLAIMED: its (@pick mod n)-th claim held
+ * now, else the last one it gave (spent, or 0 when it gave none). */
+static uint64_t real_claim(const struct queue *q, uint8_t pick)
+{
+	const struct match_claim *cl;
+	unsigned i = 0, n = q->mq.n_claimed;
+
+	if (!n)
+		return q->mq.last_claim_id;
+	TAILQ_FOREACH(cl, &q->mq.claimed, link)
+		if (i++ == pick % n)
+			return cl->id;
+	return q->mq.last_claim_id;	/* n_claimed and the list disagree: not reached */
+}
+
+/* The user_ctx of @q's (@pick mod n)-th posted receive, or @pick. */
+static uint64_t posted_ctx(const struct queue *q, uint8_t pick)
+{
+	const struct match_recv *r;
+	unsigned i = 0, n = q->mq.n_posted;
+
+	if (n)
+		TAILQ_FOREACH(r, &q->mq.posted, link)
+			if (i++ == pick % n)
+				return r->desc.user_ctx;
+	return pick;
+}
+
+/*
+ * A well-formed-looking SQE on @q (@other: the client's other queue, or
+ * NULL), its kind from bits 1-3 of the op byte, bit 0 a variant:
+ *   0, 1  a send (op even) or a receive (odd), user_ctx op
+ *   2     a probe: no flag (even), SL_PROBE_CLAIM (odd)
+ *   3     a probe: SL_PROBE_CLAIM (even), SL_PROBE_DISCARD (odd)
+ *   4     a RECV_CLAIMED of a claim of @q (even) or of @other (odd)
+ *   5     a RECV_CLAIMED of a claim never given (even) or of 0 (odd)
+ *   6     a CANCEL of a posted receive's user_ctx (even) or of the tag
+ *         byte, which names the shaped sends and receives of that op
+ *   7     a CANCEL of a user_ctx no descriptor here has (2^32 + addr)
+ * Each reads the same operands; a kind leaves the fields it does not use
+ * 0, as sl_shm.h asks.  (The raw op 0 covers everything else.)
+ */
+static void post_shaped(struct daemon *d, struct queue *q, const struct queue *other,
+			struct cursor *c)
 {
 	uint8_t op = u8(c), node = u8(c), port = u8(c), tag = u8(c), mask = u8(c);
-	struct sl_sqe sqe = {
-		.opcode = op & 1 ? SL_SQE_OP_RECV : SL_SQE_OP_SEND,
-		.tag = tag,
-	};
+	bool odd = op & 1;
+	struct sl_sqe sqe = { .tag = tag, .user_ctx = op };
+	uint64_t ctx;
 
 	sqe.peer.node = pick_node(d, node, c);
 	sqe.peer.port = pick_port(port, c);
 	sqe.tag_mask = mask & 1 ? ~0ull : mask;
 	sqe.addr = u32(c);
 	sqe.len = u32(c);
-	sqe.user_ctx = op;
-	if (q)
-		fuzz_sqe_post(q, &sqe);
+	if (!q)
+		return;
+	switch ((op >> 1) & 7) {
+	case 0:
+	case 1:
+		sqe.opcode = odd ? SL_SQE_OP_RECV : SL_SQE_OP_SEND;
+		break;
+	case 2:
+	case 3:
+		sqe.opcode = SL_SQE_OP_PROBE;
+		if ((op >> 1) & 1)
+			sqe.flags = odd ? SL_PROBE_DISCARD : SL_PROBE_CLAIM;
+		else
+			sqe.flags = odd ? SL_PROBE_CLAIM : 0;
+		sqe.addr = 0;
+		sqe.len = 0;
+		break;
+	case 4:
+	case 5:
+		sqe.opcode = SL_SQE_OP_RECV_CLAIMED;
+		if ((op >> 1) & 1)
+			sqe.rsvd2 = odd ? 0 : q->mq.last_claim_id + 1 + tag;
+		else if (odd)
+			sqe.rsvd2 = other ? real_claim(other, tag) : 1;
+		else
+			sqe.rsvd2 = real_claim(q, tag);
+		sqe.peer = (sl_addr_t){ 0, 0 };
+		sqe.tag = 0;
+		sqe.tag_mask = 0;
+		break;
+	default:
+		if ((op >> 1) & 1)	/* above 2^32: no shaped descriptor's */
+			ctx = (1ull << 32) | sqe.addr;
+		else
+			ctx = odd ? tag : posted_ctx(q, tag);
+		sqe = (struct sl_sqe){ .opcode = SL_SQE_OP_CANCEL, .user_ctx = ctx };
+		break;
+	}
+	fuzz_sqe_post(q, &sqe);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -138,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fuzz_sqe_post(q, &sqe);
 			break;
 		case 1:
-			post_shaped(d, q, &c);
+			post_shaped(d, q, qs[qi ^ 1], &c);
 			break;
 		case 2:
 			v = u32(&c);

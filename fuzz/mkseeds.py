@@ -151,7 +151,7 @@ def shaped(q, op, node, port, tag, mask, addr, length):
     return bytes([1, q, op, node, port, tag, mask]) + struct.pack("<II", addr, length)
 
 S = "fuzz/corpus/sqe"
-SEND, RECV = 1, 0  # shaped: op & 1 -> receive
+SEND, RECV = 0, 1  # shaped: op & 1 -> receive (bits 1-3: the other kinds, below)
 put(S, "seed-local-eager", shaped(0, 1, 0, 1, 3, 1, 0, 4096) + shaped(1, 0, 0, 0, 3, 0, 0, 100) + b"\x04\x00" * 3 + b"\x05\x00\x05\x01")
 put(S, "seed-local-rndv", shaped(0, 1, 1, 2, 0, 1, 0, 1 << 20) + shaped(1, 0, 1, 0, 0, 0, 0, 300000) + b"\x04\x00" * 4)
 put(S, "seed-unexpected", shaped(1, 0, 0, 0, 5, 0, 0, 10) + shaped(1, 0, 0, 0, 5, 0, 0, 200000) + b"\x04\x00" + shaped(0, 1, 0, 1, 5, 1, 0, 1 << 20) + b"\x04\x00\x04\x00\x07\x00\x04\x00")
@@ -159,6 +159,32 @@ put(S, "seed-remote", shaped(0, 0, 2, 1, 1, 0, 0, 64) + shaped(0, 0, 3, 0, 1, 0,
 put(S, "seed-raw", b"\x00\x00" + sqe(1, 0, 101, 1, 0, 0, 8) + b"\x00\x01" + sqe(2, 0, 0xffffffff, 1, ~0 & 0xffffffffffffffff, 0, 64) + b"\x04\x00\x05\x00\x05\x01")
 put(S, "seed-bad-indices", shaped(0, 1, 0, 1, 3, 1, 0, 64) + b"\x02\x00" + struct.pack("<I", 1000) + b"\x04\x00" + b"\x03\x01" + struct.pack("<I", 0xfffffff0) + b"\x04\x00")
 put(S, "seed-header", b"\x06\x00\x00\x00" + struct.pack("<I", 0xdeadbeef) + b"\x06\x00\x40\x00" + struct.pack("<I", 7) + shaped(0, 1, 0, 1, 3, 1, 0, 64) + b"\x04\x00")
+# Probes, claims and cancels (fuzz_sqe.c post_shaped: kind = (op >> 1) & 7,
+# bit 0 the variant).  Node 4 / port 2: any source; mask 1: ~0, 0: none.
+# A RECV_CLAIMED's tag byte picks among the claims held when it is
+# posted (not when the daemon drains it).
+PROBE, PROBE_CLAIM, CLAIM2, DISCARD = 4, 5, 6, 7
+RC_OWN, RC_OTHER, RC_NEVER, RC_ZERO = 8, 9, 10, 11
+CANCEL_POSTED, CANCEL_TAG, CANCEL_NONE = 12, 13, 14
+PASS = b"\x04\x00"
+put(S, "seed-probe-claim",
+    shaped(1, SEND, 0, 0, 5, 0, 0, 100) + shaped(1, SEND, 0, 0, 6, 0, 4096, 300000) + PASS * 2 +
+    shaped(0, PROBE, 4, 2, 0, 0, 0, 0) + shaped(0, PROBE_CLAIM, 4, 2, 5, 1, 0, 0) +
+    shaped(0, CLAIM2, 4, 2, 6, 1, 0, 0) + PASS +
+    shaped(0, RC_OWN, 0, 0, 0, 0, 0, 4096) + shaped(1, RC_OTHER, 0, 0, 0, 0, 0, 64) +
+    shaped(0, RC_NEVER, 0, 0, 3, 0, 0, 64) + shaped(0, RC_ZERO, 0, 0, 0, 0, 0, 64) +
+    shaped(0, RC_OWN, 0, 0, 1, 0, 8192, 400000) + PASS * 4 + b"\x05\x00\x05\x01")
+put(S, "seed-discard-cancel",
+    shaped(1, SEND, 0, 0, 7, 0, 0, 300000) + shaped(1, SEND, 0, 0, 8, 0, 0, 10) + PASS * 2 +
+    shaped(0, DISCARD, 4, 2, 7, 1, 0, 0) + shaped(0, DISCARD, 4, 2, 0, 0, 0, 0) +
+    shaped(0, RECV, 4, 2, 77, 1, 0, 64) + shaped(0, RECV, 4, 2, 78, 1, 64, 64) +
+    shaped(0, CANCEL_POSTED, 0, 0, 1, 0, 0, 0) + shaped(0, CANCEL_TAG, 0, 0, 1, 0, 0, 0) +
+    shaped(0, CANCEL_NONE, 0, 0, 0, 0, 5, 0) + shaped(1, CANCEL_TAG, 0, 0, 0, 0, 0, 0) +
+    PASS * 3 + b"\x05\x00\x05\x01")
+put(S, "seed-claim-close",
+    shaped(1, SEND, 0, 0, 9, 0, 0, 300000) + shaped(1, SEND, 0, 0, 9, 0, 0, 50) + PASS * 2 +
+    shaped(0, PROBE_CLAIM, 4, 2, 9, 1, 0, 0) + shaped(0, CLAIM2, 4, 2, 9, 1, 0, 0) + PASS +
+    shaped(0, RC_OWN, 0, 0, 1, 0, 0, 64) + PASS + b"\x07\x00" + PASS * 3 + b"\x05\x01")
 
 # The tcp harness reads the same streams (mode none: it fills in no
 # proofs) on an accepted connection; bits 5-7 of the mode byte cut them
