@@ -2,14 +2,18 @@
  * mpi_collectives - collectives and matching features with verified
  * results: MPI_Allreduce, MPI_Bcast, MPI_Reduce_scatter, MPI_Iprobe,
  * MPI_Improbe + MPI_Mrecv, MPI_Cancel of a receive, MPI_ANY_SOURCE and
- * MPI_ANY_TAG.  Each part prints what it checked (rank 0) and counts its
+ * MPI_ANY_TAG, synchronous sends (MPI_Issend).  Each part prints what it checked (rank 0) and counts its
  * checks; the program exits 0 only when every check on every rank held.
  * Every expected value is computed in closed form, not by a second MPI
  * call.  A probe loop gives up after PROBE_PATIENCE_S seconds without the
  * message (a check that fails) instead of spinning forever.
  *   mpi_collectives
  */
+#define _POSIX_C_SOURCE 200809L	/* nanosleep */
+
 #include "mpi_check.h"
+
+#include <time.h>
 
 #define PROBE_PATIENCE_S 20.0
 
@@ -317,6 +321,101 @@ static void part_wildcards(void)
 		       "from a named source\n", all);
 }
 
+/* Wait for REQ, at most PROBE_PATIENCE_S seconds; 1 when it completed. */
+static int wait_bounded(MPI_Request *req, MPI_Status *st)
+{
+	double start = MPI_Wtime();
+	int flag = 0;
+
+	while (!flag && MPI_Wtime() - start < PROBE_PATIENCE_S)
+		MPI_OK(MPI_Test(req, &flag, st));
+	return flag;
+}
+
+/* Synchronous sends (MPI_Issend, completed only once matched: Open MPI's
+ * ofi MTL sends an acknowledgement back) both ways between rank ^ 1 pairs,
+ * sizes 0..64 KiB, 200 rounds; a send not complete within PROBE_PATIENCE_S
+ * is a failed check (the program then gives up rather than hang). */
+static void part_ssend(void)
+{
+	int partner = mc_rank ^ 1, rounds = 200, done = 0;
+	uint8_t *sbuf = mc_xmalloc(65536), *rbuf = mc_xmalloc(65536);
+
+	if (partner < nranks) {
+		for (int r = 0; r < rounds; r++) {
+			size_t len = r % 4 == 0 ? 0 : (size_t)(r * 331) % 65536;
+			uint64_t seed = 0x5000 + ((uint64_t)r << 8);
+			MPI_Request sreq, rreq;
+			MPI_Status st;
+			int count = -1, ok_s, ok_r;
+
+			mc_fill(sbuf, len, seed + (uint64_t)mc_rank);
+			MPI_OK(MPI_Irecv(rbuf, 65536, MPI_BYTE, partner, 11, MPI_COMM_WORLD, &rreq));
+			MPI_OK(MPI_Issend(sbuf, (int)len, MPI_BYTE, partner, 11, MPI_COMM_WORLD, &sreq));
+			ok_r = wait_bounded(&rreq, &st);
+			CHECK(ok_r, "issend round %d (%zu B): the receive from %d did not complete "
+				    "in %.0f s", r, len, partner, PROBE_PATIENCE_S);
+			ok_s = wait_bounded(&sreq, MPI_STATUS_IGNORE);
+			CHECK(ok_s, "issend round %d (%zu B) to %d: not complete %.0f s after "
+				    "(matched: %s)", r, len, partner, PROBE_PATIENCE_S,
+			      ok_r ? "our receive of theirs completed" : "unknown");
+			if (!ok_r || !ok_s)
+				MPI_Abort(MPI_COMM_WORLD, 5);
+			MPI_OK(MPI_Get_count(&st, MPI_BYTE, &count));
+			CHECK(count == (int)len && mc_first_bad(rbuf, len, seed + (uint64_t)partner) == len,
+			      "issend round %d: count %d (expected %zu) or content wrong", r, count, len);
+			done++;
+		}
+	}
+	/* Unexpected synchronous sends: the higher rank's MPI_Issend arrives
+	 * 200 ms before the lower rank posts its receive, so the match is
+	 * made from the unexpected queue (and the acknowledgement after it). */
+	int late = 0;
+
+	if (partner < nranks) {
+		for (int r = 0; r < 5; r++) {
+			size_t len = (size_t)r * 1000;
+			uint64_t seed = 0x6000 + (uint64_t)r;
+			MPI_Request req;
+			MPI_Status st;
+			int count = -1;
+
+			if (mc_rank > partner) {
+				mc_fill(sbuf, len, seed);
+				MPI_OK(MPI_Issend(sbuf, (int)len, MPI_BYTE, partner, 12, MPI_COMM_WORLD,
+						  &req));
+				int ok = wait_bounded(&req, MPI_STATUS_IGNORE);
+				CHECK(ok, "unexpected issend round %d (%zu B) to %d: not complete in "
+					  "%.0f s (the receiver matched it late)", r, len, partner,
+				      PROBE_PATIENCE_S);
+				if (!ok)
+					MPI_Abort(MPI_COMM_WORLD, 5);
+			} else {
+				struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+				nanosleep(&ts, NULL);
+				MPI_OK(MPI_Recv(rbuf, 65536, MPI_BYTE, partner, 12, MPI_COMM_WORLD, &st));
+				MPI_OK(MPI_Get_count(&st, MPI_BYTE, &count));
+				CHECK(count == (int)len && mc_first_bad(rbuf, len, seed) == len,
+				      "unexpected issend round %d: count %d or content wrong", r, count);
+			}
+			late++;
+		}
+	}
+	int all = 0, all_late = 0;
+
+	MPI_OK(MPI_Reduce(&done, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
+	MPI_OK(MPI_Reduce(&late, &all_late, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
+	if (mc_rank == 0)
+		printf("  MPI_Issend matched late (unexpected, 200 ms): %d rounds per pair "
+		       "completed on both sides\n", all_late / 2);
+	if (mc_rank == 0)
+		printf("  MPI_Issend both ways between rank^1 pairs, 0..64 KiB, %d rounds: %d "
+		       "synchronous sends completed, every byte checked\n", rounds, all);
+	free(sbuf);
+	free(rbuf);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -330,6 +429,7 @@ int main(int argc, char **argv)
 	part_probe();
 	part_cancel();
 	part_wildcards();
+	part_ssend();
 	int rc = mc_finish("mpi_collectives");
 
 	MPI_Finalize();
