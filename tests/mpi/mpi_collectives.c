@@ -2,7 +2,7 @@
  * mpi_collectives - collectives and matching features with verified
  * results: MPI_Allreduce, MPI_Bcast, MPI_Reduce_scatter, MPI_Iprobe,
  * MPI_Improbe + MPI_Mrecv, MPI_Cancel of a receive, MPI_ANY_SOURCE and
- * MPI_ANY_TAG, synchronous sends (MPI_Issend).  Each part prints what it checked (rank 0) and counts its
+ * MPI_ANY_TAG, synchronous sends (MPI_Issend, MPI_Ssend).  Each part prints what it checked (rank 0) and counts its
  * checks; the program exits 0 only when every check on every rank held.
  * Every expected value is computed in closed form, not by a second MPI
  * call.  A probe loop gives up after PROBE_PATIENCE_S seconds without the
@@ -13,7 +13,9 @@
 
 #include "mpi_check.h"
 
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROBE_PATIENCE_S 20.0
 
@@ -407,13 +409,78 @@ static void part_ssend(void)
 	MPI_OK(MPI_Reduce(&done, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
 	MPI_OK(MPI_Reduce(&late, &all_late, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
 	if (mc_rank == 0)
-		printf("  MPI_Issend matched late (unexpected, 200 ms): %d rounds per pair "
+		printf("  MPI_Issend matched late (unexpected, 200 ms): %d sends, 5 a pair, "
 		       "completed on both sides\n", all_late / 2);
 	if (mc_rank == 0)
 		printf("  MPI_Issend both ways between rank^1 pairs, 0..64 KiB, %d rounds: %d "
 		       "synchronous sends completed, every byte checked\n", rounds, all);
 	free(sbuf);
 	free(rbuf);
+}
+
+static const char *blocking_what = "";
+
+static void blocking_timeout(int sig)
+{
+	(void)sig;
+	/* Only async-signal-safe calls here. */
+	static const char head[] = "mpi_collectives: FAILED: a blocking ";
+	static const char tail[] = " did not return within 20 s\n";
+	ssize_t rc = write(2, head, sizeof head - 1);
+
+	rc = write(2, blocking_what, strlen(blocking_what));
+	rc = write(2, tail, sizeof tail - 1);
+	(void)rc;
+	_exit(1);
+}
+
+/* Blocking MPI_Ssend (Open MPI's ofi MTL sends it on a path of its own,
+ * not the one of MPI_Issend) from the lower to the higher rank of each
+ * rank ^ 1 pair, 0 B, 4 B and 32 KiB, then back.  MPI_Ssend cannot be
+ * bounded from inside MPI, so an alarm of 20 s ends the program with the
+ * reason instead of a hang. */
+static void part_ssend_blocking(void)
+{
+	static const int sizes[] = { 0, 4, 32768 };
+	int partner = mc_rank ^ 1, done = 0, all = 0;
+	uint8_t *buf = mc_xmalloc(32768);
+
+	if (signal(SIGALRM, blocking_timeout) == SIG_ERR) {
+		perror("signal");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	if (partner < nranks) {
+		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+			for (int dir = 0; dir < 2; dir++) {
+				int sender = (mc_rank < partner) == (dir == 0);
+				uint64_t seed = 0x7000 + i * 2 + (uint64_t)dir;
+				MPI_Status st;
+				int count = -1;
+
+				alarm(20);
+				if (sender) {
+					blocking_what = "MPI_Ssend";
+					mc_fill(buf, (size_t)sizes[i], seed);
+					MPI_OK(MPI_Ssend(buf, sizes[i], MPI_BYTE, partner, 13,
+							 MPI_COMM_WORLD));
+				} else {
+					blocking_what = "MPI_Recv of an MPI_Ssend";
+					MPI_OK(MPI_Recv(buf, 32768, MPI_BYTE, partner, 13, MPI_COMM_WORLD,
+							&st));
+					MPI_OK(MPI_Get_count(&st, MPI_BYTE, &count));
+					CHECK(count == sizes[i] &&
+						      mc_first_bad(buf, (size_t)count, seed) == (size_t)count,
+					      "ssend of %d B: count %d or content wrong", sizes[i], count);
+				}
+				alarm(0);
+				done++;
+			}
+	}
+	MPI_OK(MPI_Reduce(&done, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
+	if (mc_rank == 0)
+		printf("  MPI_Ssend (blocking) 0 B, 4 B, 32 KiB both ways between rank^1 pairs: "
+		       "%d sends and receives returned, every byte checked\n", all);
+	free(buf);
 }
 
 int main(int argc, char **argv)
@@ -430,6 +497,7 @@ int main(int argc, char **argv)
 	part_cancel();
 	part_wildcards();
 	part_ssend();
+	part_ssend_blocking();
 	int rc = mc_finish("mpi_collectives");
 
 	MPI_Finalize();
