@@ -911,6 +911,8 @@ int sfi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 					      FI_SOURCE | FI_DIRECTED_RECV);
 	if (!(ep->caps & (FI_SEND | FI_RECV)))
 		ep->caps |= FI_SEND | FI_RECV;
+	if (!sfi_directed_recv_enabled())
+		ep->caps &= ~FI_DIRECTED_RECV;
 	ep->tag64 = !(ep->caps & FI_MSG);
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

@@ -37,7 +37,24 @@ struct fi_provider sfi_prov = {
 
 FI_EXT_INI
 {
+	fi_param_define(&sfi_prov, "directed_recv", FI_PARAM_BOOL,
+			"honour the source address of receives when the application "
+			"asked for FI_DIRECTED_RECV (default yes); no makes every "
+			"receive match any source, for Open MPI 4.1's ofi MTL in "
+			"ofi_tag_1 mode, which carries the source in the tag and posts "
+			"the acknowledgement receive of a blocking MPI_Ssend with source "
+			"fi_addr 0 (fi_sluice(7))");
 	return &sfi_prov;
+}
+
+/* FI_SLUICE_DIRECTED_RECV, read once per endpoint. */
+bool sfi_directed_recv_enabled(void)
+{
+	int on = 1;
+
+	if (fi_param_get_bool(&sfi_prov, "directed_recv", &on) != FI_SUCCESS)
+		on = 1;
+	return on != 0;
 }
 
 static void sfi_cleanup(void)

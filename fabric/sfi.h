@@ -70,6 +70,9 @@
 
 extern struct fi_provider sfi_prov;
 
+/* Whether FI_SLUICE_DIRECTED_RECV leaves FI_DIRECTED_RECV on (default). */
+bool sfi_directed_recv_enabled(void);
+
 #define SFI_WARN(subsys, ...) FI_WARN(&sfi_prov, subsys, __VA_ARGS__)
 
 struct sfi_fabric {
