@@ -28,6 +28,7 @@
 
 #include "client_kit.h"
 #include "harness.h"
+#include "probe_kit.h"
 #include "sluice.h"
 #include "testutil.h"
 
@@ -35,55 +36,9 @@
 #define S_PORT 5102u		/* a sender on A */
 #define T_PORT 5103u		/* a sender on B */
 #define BIG 100000u		/* above the default eager_max (65536): rendezvous */
-#define WAIT_MS 10000
+#define WAIT_MS PK_WAIT_MS
 
-struct world {
-	struct h_daemon nodes[2];
-	struct sl_ctx *ca, *cb;
-	struct sl_queue *r, *s, *t;
-	uint8_t *rbuf, *sbuf, *tbuf;
-	sl_addr_t r_addr, s_addr, t_addr, a_none;
-};
-
-static void world_start(struct world *w, bool with_queues)
-{
-	static const char *const names[] = { "A", "B" };
-
-	h_cluster_start(w->nodes, names, 2);
-	w->r_addr = (sl_addr_t){ w->nodes[0].node, R_PORT };
-	w->s_addr = (sl_addr_t){ w->nodes[0].node, S_PORT };
-	w->t_addr = (sl_addr_t){ w->nodes[1].node, T_PORT };
-	w->a_none = (sl_addr_t){ w->nodes[0].node, 0 };
-	if (!with_queues)
-		return;
-	H_EQ(sl_open(w->nodes[0].sock, &w->ca), 0);
-	H_EQ(sl_open(w->nodes[1].sock, &w->cb), 0);
-	H_EQ(sl_queue_open(w->ca, R_PORT, 64, &w->r), 0);
-	H_EQ(sl_queue_open(w->ca, S_PORT, 64, &w->s), 0);
-	H_EQ(sl_queue_open(w->cb, T_PORT, 64, &w->t), 0);
-	w->rbuf = sl_alloc(w->r, 2 * BIG);
-	w->sbuf = sl_alloc(w->s, 2 * BIG);
-	w->tbuf = sl_alloc(w->t, 2 * BIG);
-	H_ASSERT(w->rbuf && w->sbuf && w->tbuf, "sl_alloc");
-}
-
-static void world_stop(struct world *w)
-{
-	H_EQ(sl_queue_close(w->r), 0);
-	H_EQ(sl_queue_close(w->s), 0);
-	H_EQ(sl_queue_close(w->t), 0);
-	sl_close(w->ca);
-	sl_close(w->cb);
-	h_cluster_stop(w->nodes, 2);
-}
-
-static struct sl_cqe next_cqe(struct sl_queue *q)
-{
-	struct sl_cqe cqe;
-
-	wait_cqes(q, &cqe, 1, WAIT_MS);
-	return cqe;
-}
+static const struct world_ports ports = { R_PORT, S_PORT, T_PORT };
 
 /* The cancel of @ctx on @q completes @status, alone. */
 static void cancel_alone(struct world *w, struct sl_queue *q, uint64_t ctx, int status)
@@ -92,24 +47,6 @@ static void cancel_alone(struct world *w, struct sl_queue *q, uint64_t ctx, int 
 	expect_cqe(q, SL_OP_CANCEL, ctx, status, 0, 0,
 		   q == w->t ? (sl_addr_t){ w->nodes[1].node, 0 } : w->a_none);
 	expect_no_cqe(q, 50);
-}
-
-/* Probe until a message with @tag waits at @q (bounded). */
-static void wait_arrival(struct sl_queue *q, uint64_t tag)
-{
-	int64_t end = h_now_ms() + WAIT_MS;
-	struct sl_cqe cqe;
-
-	for (;;) {
-		H_EQ(sl_probe(q, SL_ANY_SOURCE, tag, ~0ull, 0, 0xa77), 0);
-		cqe = next_cqe(q);
-		H_EQ(cqe.opcode, SL_OP_PROBE);
-		if (cqe.status == SL_OK)
-			return;
-		H_EQ(cqe.status, SL_ERR_NO_MESSAGE);
-		H_ASSERT(h_now_ms() < end, "tag %llu did not arrive", (unsigned long long)tag);
-		h_sleep_ms(1);
-	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -127,7 +64,7 @@ START_TEST(cancel_posted_receive)
 	struct world w;
 	struct sl_cqe cqe;
 
-	world_start(&w, true);
+	world_start(&w, ports, 2 * BIG, true);
 
 	memset(w.rbuf, 0xee, 4096);
 	H_EQ(sl_recv(w.r, SL_ANY_SOURCE, 1, ~0ull, w.rbuf, 4096, 7), 0);
@@ -223,7 +160,7 @@ START_TEST(cancel_send_invalid)
 	struct world w;
 	struct sl_cqe cqe;
 
-	world_start(&w, true);
+	world_start(&w, ports, 2 * BIG, true);
 	msg_fill(w.sbuf, BIG, S_PORT, 0, 1);
 	H_EQ(sl_send(w.s, w.r_addr, 1, w.sbuf, BIG, 50), 0);
 	msg_fill(w.tbuf, BIG, T_PORT, 0, 2);
@@ -279,7 +216,7 @@ START_TEST(cancel_cq_room)
 	int64_t end;
 	unsigned round;
 
-	world_start(&w, false);
+	world_start(&w, ports, 0, false);
 	H_EQ(sl_open(w.nodes[0].sock, &c), 0);
 	H_EQ(sl_queue_open(c, R_PORT, 1, &q), 0);
 	buf = sl_alloc(q, 64);
@@ -395,7 +332,7 @@ static void cancel_race(bool remote, size_t len, unsigned n)
 	pid_t pid;
 	sl_addr_t from;
 
-	world_start(&w, false);
+	world_start(&w, ports, 0, false);
 	from = remote ? w.t_addr : w.s_addr;
 	/* The receiver's queue first: of two queues that ring in one poll
 	 * the daemon drains the older first, so that a cancel posted before

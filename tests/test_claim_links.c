@@ -37,6 +37,7 @@
 
 #include "client_kit.h"
 #include "harness.h"
+#include "probe_kit.h"
 #include "sluice.h"
 #include "testutil.h"
 
@@ -46,7 +47,7 @@
 #define TAG1 61u
 #define TAG2 62u
 #define CHARGE_RNDV 96u		/* a rendezvous message's charge (sluiced.conf(5)) */
-#define WAIT_MS 10000
+#define WAIT_MS PK_WAIT_MS
 #define PEER_TIMEOUT_MS 1000
 
 struct pair {
@@ -59,31 +60,6 @@ struct pair {
 	uint64_t claim[2];
 };
 
-/* A probe's completion, checked to be the probe's. */
-static struct sl_cqe probe(struct sl_queue *q, uint64_t tag, unsigned flags, uint64_t ctx)
-{
-	struct sl_cqe cqe;
-
-	H_EQ(sl_probe(q, SL_ANY_SOURCE, tag, ~0ull, flags, ctx), 0);
-	wait_cqes(q, &cqe, 1, WAIT_MS);
-	H_EQ(cqe.opcode, SL_OP_PROBE);
-	H_EQ(cqe.user_ctx, ctx);
-	return cqe;
-}
-
-/* Wait (bounded) until @d's statistic @name is @want. */
-static void wait_stat(const struct h_daemon *d, const char *name, uint64_t want)
-{
-	int64_t deadline = h_now_ms() + WAIT_MS;
-	uint64_t v;
-
-	while ((v = h_daemon_stat(d, name)) != want) {
-		H_ASSERT(h_now_ms() < deadline, "%s: %s %llu, want %llu within %d ms", d->name,
-			 name, (unsigned long long)v, (unsigned long long)want, WAIT_MS);
-		h_sleep_ms(10);
-	}
-}
-
 /*
  * Queues R on @a and T on @b; T sends two rendezvous messages (TAG1,
  * TAG2) to R, which claims both by their RTS headers.  Nothing moved:
@@ -92,7 +68,6 @@ static void wait_stat(const struct h_daemon *d, const char *name, uint64_t want)
 static void pair_claim(struct pair *p, struct h_daemon *a, struct h_daemon *b,
 		       const char *b_name)
 {
-	int64_t deadline = h_now_ms() + WAIT_MS;
 	struct sl_cqe cqe;
 	unsigned i;
 
@@ -114,16 +89,8 @@ static void pair_claim(struct pair *p, struct h_daemon *a, struct h_daemon *b,
 	H_EQ(sl_send(p->t, p->r_addr, TAG2, p->tbuf + BIG, BIG, 2), 0);
 	/* Both RTS headers arrive (probes take nothing), then are claimed. */
 	for (i = 0; i < 2; i++) {
-		for (;;) {
-			cqe = probe(p->r, i ? TAG2 : TAG1, 0, 0xa77);
-			if (cqe.status == SL_OK)
-				break;
-			H_EQ(cqe.status, SL_ERR_NO_MESSAGE);
-			H_ASSERT(h_now_ms() < deadline, "the RTS of tag %u did not arrive within "
-				 "%d ms", i ? TAG2 : TAG1, WAIT_MS);
-			h_sleep_ms(2);
-		}
-		cqe = probe(p->r, i ? TAG2 : TAG1, SL_PROBE_CLAIM, 10 + i);
+		wait_arrival(p->r, i ? TAG2 : TAG1);
+		cqe = probe(p->r, SL_ANY_SOURCE, i ? TAG2 : TAG1, ~0ull, SL_PROBE_CLAIM, 10 + i);
 		H_ASSERT(cqe.status == SL_OK && cqe.claim != 0 && cqe.len == BIG &&
 			 addr_eq(cqe.peer, p->t_addr), "claim %u: %s, len %llu, claim %llu", i,
 			 sl_strerror(cqe.status), (unsigned long long)cqe.len,

@@ -24,6 +24,7 @@
 
 #include "client_kit.h"
 #include "harness.h"
+#include "probe_kit.h"
 #include "sluice.h"
 #include "testutil.h"
 
@@ -33,88 +34,15 @@
 #define R2_PORT 5004u		/* a receiver on A that closes with claims */
 #define EAGER_MAX 65536u	/* the daemons' default eager_max */
 #define BIG 100000u		/* above EAGER_MAX: a rendezvous */
-#define WAIT_MS 10000
 
 /* The charges of sluiced.conf(5): an eager message its length + 64, a
  * rendezvous one 96 (docs/completions.md). */
 #define CHARGE_EAGER(len) ((len) + 64u)
 #define CHARGE_RNDV 96u
 
-struct world {
-	struct h_daemon nodes[2];
-	struct sl_ctx *ca, *cb;
-	struct sl_queue *r, *s, *t;
-	uint8_t *rbuf, *sbuf, *tbuf;	/* BIG + 4096 each */
-	sl_addr_t r_addr, s_addr, t_addr;
-};
-
-static void world_start(struct world *w)
-{
-	static const char *const names[] = { "A", "B" };
-
-	h_cluster_start(w->nodes, names, 2);
-	H_EQ(sl_open(w->nodes[0].sock, &w->ca), 0);
-	H_EQ(sl_open(w->nodes[1].sock, &w->cb), 0);
-	H_EQ(sl_queue_open(w->ca, R_PORT, 64, &w->r), 0);
-	H_EQ(sl_queue_open(w->ca, S_PORT, 64, &w->s), 0);
-	H_EQ(sl_queue_open(w->cb, T_PORT, 64, &w->t), 0);
-	w->rbuf = sl_alloc(w->r, 2 * BIG + 8192);
-	w->sbuf = sl_alloc(w->s, 2 * BIG + 8192);
-	w->tbuf = sl_alloc(w->t, 2 * BIG + 8192);
-	H_ASSERT(w->rbuf && w->sbuf && w->tbuf, "sl_alloc");
-	w->r_addr = (sl_addr_t){ w->nodes[0].node, R_PORT };
-	w->s_addr = (sl_addr_t){ w->nodes[0].node, S_PORT };
-	w->t_addr = (sl_addr_t){ w->nodes[1].node, T_PORT };
-}
-
-static void world_stop(struct world *w)
-{
-	H_EQ(sl_queue_close(w->r), 0);
-	H_EQ(sl_queue_close(w->s), 0);
-	H_EQ(sl_queue_close(w->t), 0);
-	sl_close(w->ca);
-	sl_close(w->cb);
-	h_cluster_stop(w->nodes, 2);
-}
-
-static struct sl_cqe next_cqe(struct sl_queue *q)
-{
-	struct sl_cqe cqe;
-
-	wait_cqes(q, &cqe, 1, WAIT_MS);
-	return cqe;
-}
-
-/* One probe, its completion checked to be the probe's. */
-static struct sl_cqe probe(struct sl_queue *q, sl_addr_t src, uint64_t tag, uint64_t mask,
-			   unsigned flags, uint64_t ctx)
-{
-	struct sl_cqe cqe;
-
-	H_EQ(sl_probe(q, src, tag, mask, flags, ctx), 0);
-	cqe = next_cqe(q);
-	H_EQ(cqe.opcode, SL_OP_PROBE);
-	H_EQ(cqe.user_ctx, ctx);
-	return cqe;
-}
-
-/* Probe (without flags) until a message with @tag has arrived: a message
- * from B, or a rendezvous send whose completion waits for a receive. */
-static void wait_arrival(struct sl_queue *q, uint64_t tag)
-{
-	int64_t end = h_now_ms() + WAIT_MS;
-	struct sl_cqe cqe;
-
-	for (;;) {
-		cqe = probe(q, SL_ANY_SOURCE, tag, ~0ull, 0, 0xa77);
-		if (cqe.status == SL_OK)
-			return;
-		H_EQ(cqe.status, SL_ERR_NO_MESSAGE);
-		H_ASSERT(h_now_ms() < end, "message with tag %llu did not arrive within %d ms",
-			 (unsigned long long)tag, WAIT_MS);
-		h_sleep_ms(1);
-	}
-}
+/* R, S and T; each buffer room for two rendezvous messages and 8 KiB. */
+static const struct world_ports ports = { R_PORT, S_PORT, T_PORT };
+#define BUF_LEN (2 * BIG + 8192)
 
 /* A probe that found message (@from, @tag, @len) sent by @uid. */
 static void expect_found(const struct sl_cqe *cqe, sl_addr_t from, uint64_t tag, uint64_t len,
@@ -184,7 +112,7 @@ START_TEST(probe_finds_in_arrival_order)
 	uint8_t *sb2, *tb2;
 	unsigned i;
 
-	world_start(&w);
+	world_start(&w, ports, BUF_LEN, true);
 	sb2 = w.sbuf + BIG + 4096;
 	tb2 = w.tbuf + BIG + 4096;
 
@@ -270,7 +198,7 @@ START_TEST(claim_then_recv_claimed)
 	uint64_t c_eager, c_tbig, c_sbig, c_disc, c_empty;
 	uint8_t *sb2, *tb2;
 
-	world_start(&w);
+	world_start(&w, ports, BUF_LEN, true);
 	sb2 = w.sbuf + BIG + 4096;
 	tb2 = w.tbuf + BIG + 4096;
 
@@ -405,7 +333,7 @@ START_TEST(claimed_freed_at_close)
 	uint8_t *sb2, *tb2;
 	unsigned i;
 
-	world_start(&w);
+	world_start(&w, ports, BUF_LEN, true);
 	sb2 = w.sbuf + BIG + 4096;
 	tb2 = w.tbuf + BIG + 4096;
 	r2_addr = (sl_addr_t){ w.nodes[0].node, R2_PORT };
@@ -470,7 +398,7 @@ START_TEST(probe_discard)
 	struct sl_cqe cqe;
 	uint8_t *sb2, *tb2;
 
-	world_start(&w);
+	world_start(&w, ports, BUF_LEN, true);
 	sb2 = w.sbuf + BIG + 4096;
 	tb2 = w.tbuf + BIG + 4096;
 
@@ -531,7 +459,7 @@ START_TEST(claimed_sender_gone)
 	uint64_t claim;
 	sl_addr_t s2_addr;
 
-	world_start(&w);
+	world_start(&w, ports, BUF_LEN, true);
 	H_EQ(sl_open(w.nodes[0].sock, &c2), 0);
 	H_EQ(sl_queue_open(c2, R2_PORT, 16, &s2), 0);
 	s2_addr = (sl_addr_t){ w.nodes[0].node, R2_PORT };
