@@ -35,6 +35,16 @@ ssize_t sfi_post_errno(int rc)
 	}
 }
 
+ssize_t sfi_op_posted(struct sfi_op *op, int rc)
+{
+	if (rc) {
+		sfi_op_put(op);
+		return sfi_post_errno(rc);
+	}
+	op->state = SFI_OP_POSTED;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The pool                                                             */
 /* ------------------------------------------------------------------ */
@@ -292,6 +302,31 @@ static ssize_t op_alloc(struct sfi_ep *ep, size_t len, struct sfi_op **op_p)
 	return 0;
 }
 
+/* sl_send() or sl_recv() of @op (an SFI_OP_RECV or a send), from the
+ * destination or filter, tag, mask, buffer and length it holds. */
+static int op_sl_post(struct sfi_ep *ep, struct sfi_op *op)
+{
+	uint64_t ctx = (uint64_t)(uintptr_t)op;
+
+	if (op->kind == SFI_OP_RECV)
+		return sl_recv(ep->q, op->peer, op->tag, op->mask, op->abuf, op->len, ctx);
+	return sl_send(ep->q, op->peer, op->tag, op->abuf, op->len, ctx);
+}
+
+/* Post @op; a full SQ (-EAGAIN) gets one round of progress, which may
+ * take completions and so free SQ entries, and one more try.  Returns
+ * as sfi_op_posted(). */
+static ssize_t op_post(struct sfi_ep *ep, struct sfi_op *op)
+{
+	int rc = op_sl_post(ep, op);
+
+	if (rc == -EAGAIN) {
+		sfi_ep_progress(ep);
+		rc = op_sl_post(ep, op);
+	}
+	return sfi_op_posted(op, rc);
+}
+
 static ssize_t ep_send(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 		       fi_addr_t dest, uint64_t tag, void *context, uint64_t flags,
 		       bool inject)
@@ -301,7 +336,6 @@ static ssize_t ep_send(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 	sl_addr_t dst;
 	uint64_t sltag;
 	ssize_t rc;
-	int src;
 
 	if (count > SFI_IOV_MAX)
 		return -FI_EINVAL;
@@ -343,18 +377,7 @@ static ssize_t ep_send(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 	op->len = len;
 	op->peer = dst;
 	op->tag = sltag;
-	src = sl_send(ep->q, dst, sltag, op->abuf, len, (uint64_t)(uintptr_t)op);
-	if (src == -EAGAIN) {
-		sfi_ep_progress(ep);
-		src = sl_send(ep->q, dst, sltag, op->abuf, len, (uint64_t)(uintptr_t)op);
-	}
-	if (src) {
-		sfi_op_put(op);
-		rc = sfi_post_errno(src);
-		goto out;
-	}
-	op->state = SFI_OP_POSTED;
-	rc = 0;
+	rc = op_post(ep, op);
 out:
 	pthread_mutex_unlock(&ep->dom->lock);
 	return rc;
@@ -369,7 +392,6 @@ static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 	sl_addr_t src = SL_ANY_SOURCE;
 	uint64_t mask, sltag;
 	ssize_t rc;
-	int prc;
 
 	if (count > SFI_IOV_MAX)
 		return -FI_EINVAL;
@@ -417,18 +439,7 @@ static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 	op->peer = src;
 	op->tag = sltag;
 	op->mask = mask;
-	prc = sl_recv(ep->q, src, sltag, mask, op->abuf, cap, (uint64_t)(uintptr_t)op);
-	if (prc == -EAGAIN) {
-		sfi_ep_progress(ep);
-		prc = sl_recv(ep->q, src, sltag, mask, op->abuf, cap, (uint64_t)(uintptr_t)op);
-	}
-	if (prc) {
-		sfi_op_put(op);
-		rc = sfi_post_errno(prc);
-		goto out;
-	}
-	op->state = SFI_OP_POSTED;
-	rc = 0;
+	rc = op_post(ep, op);
 out:
 	pthread_mutex_unlock(&ep->dom->lock);
 	return rc;

@@ -111,13 +111,7 @@ ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64
 		}
 		prc = sl_recv_claimed(ep->q, op->claim, op->abuf, op->len, (uint64_t)(uintptr_t)op);
 	}
-	if (prc) {
-		sfi_op_put(op);
-		rc = sfi_post_errno(prc);
-		goto out;
-	}
-	op->state = SFI_OP_POSTED;
-	rc = 0;
+	rc = sfi_op_posted(op, prc);
 out:
 	pthread_mutex_unlock(&ep->dom->lock);
 	return rc;

@@ -240,6 +240,10 @@ struct sfi_op *sfi_op_get(struct sfi_ep *ep);
 void sfi_op_put(struct sfi_op *op);
 void sfi_op_finish(struct sfi_op *op);
 ssize_t sfi_post_errno(int rc);
+/* sfi_op_posted - the end of a post of @op whose sl_*() returned @rc:
+ * on an error @op goes back to the pool and the libfabric error
+ * (sfi_post_errno) is returned; else @op is SFI_OP_POSTED and 0. */
+ssize_t sfi_op_posted(struct sfi_op *op, int rc);
 ssize_t sfi_copy_out(struct sfi_op *op);
 
 /* fi_errors.c */
