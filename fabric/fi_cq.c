@@ -115,16 +115,6 @@ static int set_sleep(struct sfi_domain *dom, struct sfi_ep_set *set, int extra_f
 	return 0;
 }
 
-static int ms_left(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - sfi_now_ns();
-	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
-}
-
 /* ------------------------------------------------------------------ */
 /* CQ                                                                   */
 /* ------------------------------------------------------------------ */
@@ -312,7 +302,7 @@ static ssize_t sfi_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_
 				const void *cond, int timeout)
 {
 	struct sfi_cq *cq = container_of(fcq, struct sfi_cq, cq);
-	int64_t deadline = timeout < 0 ? -1 : sfi_now_ns() + (int64_t)timeout * 1000000;
+	int64_t deadline = sfi_deadline_ns(timeout);
 	ssize_t rc;
 
 	pthread_mutex_lock(&cq->dom->lock);
@@ -330,7 +320,7 @@ static ssize_t sfi_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_
 				(void)!read(cq->signal_fd, &v, sizeof(v));
 			break;
 		}
-		left = ms_left(deadline);
+		left = sfi_ms_left(deadline);
 		if (left == 0)
 			break;
 		if (cq_signal_fd(cq) < 0) {
@@ -569,7 +559,7 @@ static int sfi_cntr_seterr(struct fid_cntr *fc, uint64_t v) { return cntr_update
 static int sfi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
 	struct sfi_cntr *c = container_of(fc, struct sfi_cntr, cntr);
-	int64_t deadline = timeout < 0 ? -1 : sfi_now_ns() + (int64_t)timeout * 1000000;
+	int64_t deadline = sfi_deadline_ns(timeout);
 	uint64_t errors;
 	int rc = 0;
 
@@ -585,7 +575,7 @@ static int sfi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 			rc = -FI_EAVAIL;
 			break;
 		}
-		left = ms_left(deadline);
+		left = sfi_ms_left(deadline);
 		if (left == 0) {
 			rc = -FI_ETIMEDOUT;
 			break;

@@ -21,6 +21,21 @@ int64_t sfi_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t sfi_deadline_ns(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : sfi_now_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+int sfi_ms_left(int64_t deadline_ns)
+{
+	int64_t left;
+
+	if (deadline_ns < 0)
+		return -1;
+	left = deadline_ns - sfi_now_ns();
+	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
 static int sfi_domain_close(struct fid *fid)
 {
 	struct sfi_domain *dom = container_of(fid, struct sfi_domain, domain.fid);

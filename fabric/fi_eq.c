@@ -127,24 +127,20 @@ static ssize_t sfi_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf, size
 			    int timeout, uint64_t flags)
 {
 	struct sfi_eq *eq = container_of(feq, struct sfi_eq, eq);
-	int64_t deadline = timeout < 0 ? -1 : sfi_now_ns() + (int64_t)timeout * 1000000;
+	int64_t deadline = sfi_deadline_ns(timeout);
 
 	for (;;) {
 		ssize_t rc = sfi_eq_read(feq, event, buf, len, flags);
 		struct pollfd pfd = { .fd = eq->efd, .events = POLLIN };
-		int ms = -1;
+		int ms;
 
 		if (rc != -FI_EAGAIN)
 			return rc;
 		if (eq->efd < 0)
 			return -FI_ENOSYS;	/* FI_WAIT_NONE */
-		if (deadline >= 0) {
-			int64_t left = deadline - sfi_now_ns();
-
-			if (left <= 0)
-				return -FI_EAGAIN;
-			ms = (int)((left + 999999) / 1000000);
-		}
+		ms = sfi_ms_left(deadline);
+		if (ms == 0)
+			return -FI_EAGAIN;
 		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 			return -errno;
 	}

@@ -207,6 +207,13 @@ int sfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	       uint64_t offset, uint64_t requested_key, uint64_t flags,
 	       struct fid_mr **mr, void *context);
 int64_t sfi_now_ns(void);
+/* The timed waits (fi_cq_sread, fi_cntr_wait, fi_eq_sread): sfi_deadline_ns
+ * - the CLOCK_MONOTONIC time (ns, sfi_now_ns) @timeout_ms from now, or -1
+ * for a negative @timeout_ms (wait forever); sfi_ms_left - the
+ * milliseconds until @deadline_ns, rounded up (a wait never ends early),
+ * 0 once it has passed, -1 for no deadline (as poll(2)'s timeout). */
+int64_t sfi_deadline_ns(int timeout_ms);
+int sfi_ms_left(int64_t deadline_ns);
 
 /* fi_av.c */
 int sfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
