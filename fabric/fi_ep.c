@@ -302,6 +302,14 @@ static ssize_t op_alloc(struct sfi_ep *ep, size_t len, struct sfi_op **op_p)
 	return 0;
 }
 
+int sfi_recv_source(struct sfi_ep *ep, fi_addr_t addr, sl_addr_t *src)
+{
+	*src = SL_ANY_SOURCE;
+	if (addr == FI_ADDR_UNSPEC || !(ep->caps & FI_DIRECTED_RECV))
+		return 0;
+	return sfi_av_addr(ep->av, addr, src) ? -FI_EINVAL : 0;
+}
+
 /* sl_send() or sl_recv() of @op (an SFI_OP_RECV or a send), from the
  * destination or filter, tag, mask, buffer and length it holds. */
 static int op_sl_post(struct sfi_ep *ep, struct sfi_op *op)
@@ -389,7 +397,7 @@ static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 {
 	size_t cap = iov_total(iov, count);
 	struct sfi_op *op;
-	sl_addr_t src = SL_ANY_SOURCE;
+	sl_addr_t src;
 	uint64_t mask, sltag;
 	ssize_t rc;
 
@@ -421,11 +429,9 @@ static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 		rc = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (src_addr != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
-	    sfi_av_addr(ep->av, src_addr, &src)) {
-		rc = -FI_EINVAL;
+	rc = sfi_recv_source(ep, src_addr, &src);
+	if (rc)
 		goto out;
-	}
 	rc = op_alloc(ep, cap, &op);
 	if (rc)
 		goto out;

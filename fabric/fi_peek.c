@@ -38,7 +38,7 @@ static uint64_t claim_load(void *context)
 ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	size_t cap = 0, i;
-	sl_addr_t src = SL_ANY_SOURCE;
+	sl_addr_t src;
 	uint64_t mask = ~msg->ignore, tag;
 	struct sfi_op *op;
 	ssize_t rc;
@@ -69,11 +69,9 @@ ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64
 		rc = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (msg->addr != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
-	    sfi_av_addr(ep->av, msg->addr, &src)) {
-		rc = -FI_EINVAL;
+	rc = sfi_recv_source(ep, msg->addr, &src);
+	if (rc)
 		goto out;
-	}
 	op = sfi_op_get(ep);
 	if (!op) {
 		sfi_ep_progress(ep);

@@ -251,6 +251,11 @@ ssize_t sfi_post_errno(int rc);
  * on an error @op goes back to the pool and the libfabric error
  * (sfi_post_errno) is returned; else @op is SFI_OP_POSTED and 0. */
 ssize_t sfi_op_posted(struct sfi_op *op, int rc);
+/* sfi_recv_source - the source filter of a receive or peek naming @addr:
+ * SL_ANY_SOURCE for FI_ADDR_UNSPEC or an endpoint without
+ * FI_DIRECTED_RECV, else @addr's sluice address; -FI_EINVAL when @ep's
+ * AV has no @addr.  Under the domain lock. */
+int sfi_recv_source(struct sfi_ep *ep, fi_addr_t addr, sl_addr_t *src);
 ssize_t sfi_copy_out(struct sfi_op *op);
 
 /* fi_errors.c */
