@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,4 +327,26 @@ void expect_baseline(const struct h_daemon *d, int fds, int maps)
 	H_ASSERT(f == fds && m == maps,
 		 "daemon %s: %d fds and %d memfd mappings 2 s after its clients left; "
 		 "baseline %d and %d", d->name, f, m, fds, maps);
+}
+
+void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	H_ASSERT(f, "%s: %s", path, strerror(errno));
+	H_ASSERT(fputs(text, f) >= 0, "%s: write", path);
+	H_ASSERT(fclose(f) == 0, "%s: %s", path, strerror(errno));
+}
+
+void daemon_reload(const struct h_daemon *d, int wait_ms)
+{
+	unsigned before = tu_log_lines(d, "changes applied");
+	int64_t deadline = h_now_ms() + wait_ms;
+
+	H_ASSERT(kill(d->pid, SIGHUP) == 0, "kill %s: %s", d->name, strerror(errno));
+	while (tu_log_lines(d, "changes applied") == before) {
+		H_ASSERT(h_now_ms() < deadline, "%s: no reload summary within %d ms", d->name,
+			 wait_ms);
+		h_sleep_ms(10);
+	}
 }

@@ -172,4 +172,11 @@ void expect_cqe(struct sl_queue *q, uint8_t opcode, uint64_t ctx, int status, ui
 void settle_baseline(const struct h_daemon *d, int *fds, int *maps);
 void expect_baseline(const struct h_daemon *d, int fds, int maps);
 
+/* write_text - @path now holds @text (a peers or config file), fatal if
+ * it cannot be written.  daemon_reload - SIGHUP @d and wait until its log
+ * has one more reload summary ("changes applied"), failing after
+ * @wait_ms without it. */
+void write_text(const char *path, const char *text);
+void daemon_reload(const struct h_daemon *d, int wait_ms);
+
 #endif

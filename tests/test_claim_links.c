@@ -197,29 +197,6 @@ START_TEST(claimed_peer_restarted)
 }
 END_TEST
 
-/* @path now holds @text (a peers file). */
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	H_ASSERT(f, "%s: %s", path, strerror(errno));
-	H_ASSERT(fputs(text, f) >= 0 && fclose(f) == 0, "%s: write failed", path);
-}
-
-/* SIGHUP @d and wait (bounded) for its reload's summary line. */
-static void reload(const struct h_daemon *d)
-{
-	unsigned before = tu_log_lines(d, "changes applied");
-	int64_t deadline = h_now_ms() + WAIT_MS;
-
-	H_ASSERT(kill(d->pid, SIGHUP) == 0, "kill %s: %s", d->name, strerror(errno));
-	while (tu_log_lines(d, "changes applied") == before) {
-		H_ASSERT(h_now_ms() < deadline, "%s: no reload summary within %d ms", d->name,
-			 WAIT_MS);
-		h_sleep_ms(10);
-	}
-}
-
 START_TEST(claimed_node_removed)
 {
 	struct h_daemon a, b;
@@ -245,7 +222,7 @@ START_TEST(claimed_node_removed)
 
 	snprintf(peers, sizeof(peers), "ma 127.0.0.1:%u\n", pa);
 	write_text(path, peers);
-	reload(&a);
+	daemon_reload(&a, WAIT_MS);
 	H_EQ(tu_log_lines(&a, "links: 0 added, 1 removed, 0 readdressed, 0 in all"), 1);
 	expect_claims_failed(&p, SL_ERR_PEER_DOWN);
 	/* From now on the node is unknown. */

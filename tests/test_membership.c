@@ -49,15 +49,6 @@
  * default) stay up once used: the test is shorter than idle_link_ms. */
 #define CONF_TAIL "[transport]\nredial_min_ms = 20\nredial_max_ms = 200\npeer_timeout_ms = 600000\n"
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	H_ASSERT(f, "%s: %s", path, strerror(errno));
-	H_ASSERT(fputs(text, f) >= 0, "%s: write", path);
-	H_ASSERT(fclose(f) == 0, "%s: %s", path, strerror(errno));
-}
-
 /* A sluiced.conf naming @peers_path as [daemon] peers_file. */
 static void conf_for(char *buf, size_t cap, const char *peers_path, const char *tail)
 {
@@ -79,21 +70,6 @@ static bool has_link(const struct h_stats *st, const char *peer)
 
 	snprintf(needle, sizeof(needle), "\nlink.%s.", peer);
 	return strstr(st->text, needle) != NULL;
-}
-
-/* SIGHUP @d and wait (bounded) for its reload's summary line, the
- * (@before + 1)th; returns that line's count. */
-static void reload(const struct h_daemon *d)
-{
-	unsigned before = tu_log_lines(d, "changes applied");
-	int64_t deadline = h_now_ms() + WAIT_MS;
-
-	H_ASSERT(kill(d->pid, SIGHUP) == 0, "kill %s: %s", d->name, strerror(errno));
-	while (tu_log_lines(d, "changes applied") == before) {
-		H_ASSERT(h_now_ms() < deadline, "%s: no reload summary within %d ms", d->name,
-			 WAIT_MS);
-		h_sleep_ms(10);
-	}
 }
 
 static void open_queue(const struct h_daemon *d, struct sl_ctx **ctx, struct sl_queue **q)
@@ -208,8 +184,8 @@ START_TEST(reload_adds_and_removes)
 	snprintf(peers, sizeof(peers), "ma 127.0.0.1:%u\nmb 127.0.0.1:%u\nmd 127.0.0.1:%u\n", pa,
 		 pb, pd);
 	write_text(path, peers);
-	reload(&a);
-	reload(&b);
+	daemon_reload(&a, WAIT_MS);
+	daemon_reload(&b, WAIT_MS);
 	expect_failed_once(qa, at_c);
 	snprintf(want, sizeof(want), "reload: [peers] mc: 127.0.0.1:%u -> (not set)", pc);
 	H_EQ(tu_log_lines(&a, want), 1);
@@ -303,7 +279,7 @@ START_TEST(reload_readdresses)
 	snprintf(peers, sizeof(peers), "ma 127.0.0.1:%u\nmb 127.0.0.1:%u\n", pa, pb2);
 	write_text(path, peers);
 	h_daemon_start_conf(&b, "mb", pb2, NULL, 0, conf);
-	reload(&a);
+	daemon_reload(&a, WAIT_MS);
 	snprintf(want, sizeof(want), "reload: [peers] mb: 127.0.0.1:%u -> 127.0.0.1:%u", pb, pb2);
 	H_EQ(tu_log_lines(&a, want), 1);
 	snprintf(want, sizeof(want), "link mb: now at 127.0.0.1:%u (was 127.0.0.1:%u)", pb2, pb);
