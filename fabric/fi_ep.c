@@ -391,6 +391,19 @@ out:
 	return rc;
 }
 
+int sfi_recv_tag(const struct sfi_ep *ep, uint64_t tag, uint64_t ignore,
+		 uint64_t *sltag, uint64_t *mask)
+{
+	*mask = ~ignore;
+	if (!ep->tag64) {
+		if (tag & *mask & SFI_MSG_BIT)
+			return -FI_EINVAL;	/* would never match */
+		*mask |= SFI_MSG_BIT;
+	}
+	*sltag = tag & *mask;
+	return 0;
+}
+
 static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 		       fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context,
 		       uint64_t flags)
@@ -408,13 +421,9 @@ static ssize_t ep_recv(struct sfi_ep *ep, const struct iovec *iov, size_t count,
 	if (flags & FI_TAGGED) {
 		if (!(ep->caps & FI_TAGGED))
 			return -FI_EOPNOTSUPP;
-		mask = ~ignore;
-		if (!ep->tag64) {
-			if (tag & mask & SFI_MSG_BIT)
-				return -FI_EINVAL;	/* would never match */
-			mask |= SFI_MSG_BIT;
-		}
-		sltag = tag & mask;
+		rc = sfi_recv_tag(ep, tag, ignore, &sltag, &mask);
+		if (rc)
+			return rc;
 	} else {
 		if (!(ep->caps & FI_MSG))
 			return -FI_EOPNOTSUPP;

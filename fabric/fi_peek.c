@@ -39,7 +39,7 @@ ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64
 {
 	size_t cap = 0, i;
 	sl_addr_t src;
-	uint64_t mask = ~msg->ignore, tag;
+	uint64_t mask, tag;
 	struct sfi_op *op;
 	ssize_t rc;
 	int prc;
@@ -54,12 +54,9 @@ ssize_t sfi_peek_post(struct sfi_ep *ep, const struct fi_msg_tagged *msg, uint64
 		return -FI_EINVAL;	/* the claim lives in the context */
 	if (msg->iov_count > SFI_IOV_MAX)
 		return -FI_EINVAL;
-	if (!ep->tag64) {
-		if (msg->tag & mask & SFI_MSG_BIT)
-			return -FI_EINVAL;
-		mask |= SFI_MSG_BIT;
-	}
-	tag = msg->tag & mask;
+	rc = sfi_recv_tag(ep, msg->tag, msg->ignore, &tag, &mask);
+	if (rc)
+		return rc;
 	for (i = 0; i < msg->iov_count; i++)
 		cap += msg->msg_iov[i].iov_len;
 	if (cap > ep->max_msg_size)

@@ -251,6 +251,12 @@ ssize_t sfi_post_errno(int rc);
  * on an error @op goes back to the pool and the libfabric error
  * (sfi_post_errno) is returned; else @op is SFI_OP_POSTED and 0. */
 ssize_t sfi_op_posted(struct sfi_op *op, int rc);
+/* sfi_recv_tag - the sluice tag and mask of a tagged receive or peek of
+ * @tag with @ignore: bit 63 kept clear unless the endpoint has all 64 bits.
+ * Returns 0, or -FI_EINVAL when @tag could never match (bit 63 asked for). */
+int sfi_recv_tag(const struct sfi_ep *ep, uint64_t tag, uint64_t ignore,
+		 uint64_t *sltag, uint64_t *mask);
+
 /* sfi_recv_source - the source filter of a receive or peek naming @addr:
  * SL_ANY_SOURCE for FI_ADDR_UNSPEC or an endpoint without
  * FI_DIRECTED_RECV, else @addr's sluice address; -FI_EINVAL when @ep's
