@@ -15,8 +15,8 @@
  * per (peer node, reason), one line per LINK_DIAG_LOG_S with the count of
  * the refusals it speaks for, and through one token bucket for all of
  * them: an outsider chooses how often handshakes are refused.  The
- * dialer's redials keep their back-off (link.c); nothing is logged per
- * retry.
+ * dialer's redials keep their back-off (link_connect.c); nothing is
+ * logged per retry.
  *
  * All calls on the daemon's loop thread.
  */

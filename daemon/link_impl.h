@@ -1,6 +1,7 @@
 /*
  * link_impl.h - the link's own state, for the files of the links' floor
- * only: link.c (the frame channel), link_auth.c (the handshake),
+ * only: link.c (the frame channel), link_connect.c (its connection's
+ * life, and the links' making and ending), link_auth.c (the handshake),
  * link_diag.c (its diagnostics), link_table.c (lookup by node) and
  * link_stats.c (what sluicectl reads).  Everyone else sees struct link
  * as an opaque handle (link.h); the layering check (layering.rules)
@@ -157,12 +158,25 @@ int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payloa
 		    uint64_t wr_id);
 /* link.c: our HELLO for @l's peer. */
 void link_hello_fill(const struct link *l, struct sl_wire_frame *wf);
-/* link.c: connect to the peer now; arm the peer timeout (from
+/* link.c, for link_connect.c: the layer above's handlers
+ * (link_setup_all); every operation waiting on @l ends with @status
+ * (@tell: the peer is the same incarnation and will hear of it; control
+ * frames stay unless @drop_ctl); @l off whichever ready list it is on
+ * (it goes away). */
+const struct link_handlers *l_up(const struct link *l);
+void fail_everything(struct link *l, int status, bool tell, bool drop_ctl);
+void link_ready_forget(struct link *l);
+/* link_connect.c: connect to the peer now; arm the peer timeout (from
  * down_since) unless armed or timed out; schedule the next dial, or an
  * accepter's next nudge while it waits for one. */
 void link_dial(struct link *l);
 void link_timeout_arm(struct link *l);
 void link_schedule_redial(struct link *l);
+/* link_connect.c, for the transport's upcalls (link.c): @l's connection
+ * broke or never came up (closed()); a dial failed (connected() with
+ * @err), which only records and logs it. */
+void link_went_down(struct link *l, int err);
+void link_dial_failed(struct link *l, int err);
 
 /* The wr_id of an answering BYE IDLE, whose completion closes the
  * connection (link_idle_sent); not a pointer, which are aligned. */
@@ -183,7 +197,7 @@ void link_idle_sent(struct link *l);
 bool link_idle_went_down(struct link *l);
 
 /*
- * link.c, for link_table_sync() and link_setup_all():
+ * link_connect.c, for link_table_sync() and link_setup_all():
  * link_add - a link to peer @pc (copied), made as at start: idle with
  *   links on demand (link_idle.c), else it dials, or waits (and nudges),
  *   by node id.  What it allocates at once: struct

@@ -10,7 +10,7 @@
  * table by node id (d->links_by_node, struct link_index in daemon.h)
  * makes link_find() O(1) for any number of peers.  The
  * set changes only in link_table_add() and link_table_remove() (called
- * by link.c's link_add and link_remove), never while a loop over
+ * by link_connect.c's link_add and link_remove), never while a loop over
  * d->links runs: a reload comes from a signal watcher of the loop.  All
  * calls on the daemon's loop thread.
  */

@@ -43,7 +43,7 @@ enum { DIAL = 0, ACC = 1 };
 #define VICTIM_RECVS 8
 #define ROGUE_SRC_PORT 5555
 
-/* Who dials: the lower node id (link.c). */
+/* Who dials: the lower node id (link_connect.c, link_add). */
 static void roles(const char **names)
 {
 	bool a_dials = sl_node_id("a") < sl_node_id("b");

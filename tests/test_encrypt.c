@@ -53,7 +53,7 @@ static const char canary[65] =
 /* Nodes                                                                */
 /* ------------------------------------------------------------------ */
 
-/* Who dials: the lower node id (link.c). */
+/* Who dials: the lower node id (link_connect.c, link_add). */
 static void roles(const char **names)
 {
 	bool a_dials = sl_node_id("a") < sl_node_id("b");
