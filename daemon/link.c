@@ -941,10 +941,6 @@ static void up_connected(struct xport_conn *c, void *ctx, int err)
 	}
 	if (err) {
 		link_dial_failed(l, err);
-		l->conn = NULL;
-		l->state = LINK_DOWN;
-		link_timeout_arm(l);
-		link_schedule_redial(l);
 		return;
 	}
 	/* The handshake first (link_auth.h); our HELLO follows the

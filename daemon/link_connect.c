@@ -113,7 +113,9 @@ void link_went_down(struct link *l, int err)
 	link_schedule_redial(l);
 }
 
-/* The first failure of an episode is worth a warning; retries are not. */
+/* A dial failed: the link is DOWN, its peer timeout armed and a redial
+ * scheduled.  The first failure of an episode is worth a warning;
+ * retries are not. */
 void link_dial_failed(struct link *l, int err)
 {
 	snprintf(l->last_error, sizeof(l->last_error), "connect: %s",
@@ -126,6 +128,10 @@ void link_dial_failed(struct link *l, int err)
 	else
 		log_debug("link %s: connect: %s", l->peer->name, strerror(-err));
 	l->dial_warned = true;
+	l->conn = NULL;
+	l->state = LINK_DOWN;
+	link_timeout_arm(l);
+	link_schedule_redial(l);
 }
 
 void link_dial(struct link *l)
@@ -137,10 +143,6 @@ void link_dial(struct link *l)
 	rc = d->xp->ops->connect(d->xp, l->peer->host, l->peer->port, l, &l->conn);
 	if (rc < 0) {
 		link_dial_failed(l, rc);
-		l->conn = NULL;
-		l->state = LINK_DOWN;
-		link_timeout_arm(l);
-		link_schedule_redial(l);
 		return;
 	}
 	ev_timer_stop(d->loop, &l->dial_w);

@@ -173,8 +173,9 @@ void link_dial(struct link *l);
 void link_timeout_arm(struct link *l);
 void link_schedule_redial(struct link *l);
 /* link_connect.c, for the transport's upcalls (link.c): @l's connection
- * broke or never came up (closed()); a dial failed (connected() with
- * @err), which only records and logs it. */
+ * broke or never came up (closed()); a dial failed (connect() or
+ * connected() with @err): recorded, logged, the link DOWN with its peer
+ * timeout armed and a redial scheduled. */
 void link_went_down(struct link *l, int err);
 void link_dial_failed(struct link *l, int err);
 
