@@ -146,6 +146,10 @@ void link_say_bye_all(struct daemon *d)
 				 "peer_timeout_ms", l->peer->name);
 			continue;
 		}
+		/* Written now: nothing else may flush this connection again (it
+		 * was the peer's keepalives, which a quiet link no longer
+		 * sends, that did). */
+		d->xp->ops->flush(l->conn);
 		said++;
 	}
 	if (!said)
