@@ -12,7 +12,8 @@
  * Common header (32 bytes):
  *   0  u8  version       SL_WIRE_VERSION
  *   1  u8  type          enum sl_wire_type
- *   2  u16 flags         0 in versions 2 and 3
+ *   2  u16 flags         0 in versions 2 and 3, but for SL_WIRE_ACK_PING
+ *                        on an ACK
  *   4  u32 hdr_len       common + type header, bytes; exact per type
  *   8  u32 payload_len   bytes after the header
  *  12  u32 rsvd          0
@@ -158,6 +159,15 @@ enum sl_wire_type {
 
 /* ACK (no type header, no payload): carries only the common ack field. */
 #define SL_WIRE_ACK_LEN 32u
+/* The only flag of any frame, on an ACK only: the sender waits on the
+ * receiver (frames unacknowledged, a rendezvous under way, a receive
+ * naming its node) and asks for an ACK back at once, so that it hears
+ * the receiver while the receiver has nothing to say: the keepalive is a
+ * question, and a link on which neither side waits sends nothing at all
+ * (TCP's keepalive probe, asked only by the side that needs the answer).
+ * (Came later in version 3, before its release; before, every up link
+ * sent an ACK every 0.25 s whatever it was doing.) */
+#define SL_WIRE_ACK_PING 0x0001u
 
 /*
  * NAK (type header 16 bytes, no payload; sequenced): the data frame
@@ -395,11 +405,12 @@ uint32_t sl_wire_hdr_len(uint8_t type);
  * @f->hdr_len is ignored and taken from the type.  The payload is not
  * written; the caller sends @f->payload_len bytes after the header.
  * Returns the header length in bytes, -EINVAL when @f is not a frame that
- * sl_wire_decode_hdr() would accept (unknown type, non-zero flags, payload
- * on a type that has none or over SL_WIRE_PAYLOAD_MAX, seq 0 on a sequenced
- * frame or non-zero on another, a bad NAK status or nak_seq 0, a
- * HELLO or AUTH node_id of SL_NODE_LOCAL or SL_NODE_ANY, or any HELLO, AUTH, RTS, RTR, FIN,
- * WRITE, DONE or BYE field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
+ * sl_wire_decode_hdr() would accept (unknown type, flags other than
+ * SL_WIRE_ACK_PING on an ACK, payload on a type that has none or over
+ * SL_WIRE_PAYLOAD_MAX, seq 0 on a sequenced frame or non-zero on another,
+ * a bad NAK status or nak_seq 0, a HELLO or AUTH node_id of SL_NODE_LOCAL
+ * or SL_NODE_ANY, or any HELLO, AUTH, RTS, RTR, FIN, WRITE, DONE or BYE
+ * field rule listed under sl_wire_decode_hdr()), or -ENOSPC when
  * @cap is too small.  Thread-safe (no state).
  */
 int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
@@ -411,7 +422,8 @@ int sl_wire_encode(const struct sl_wire_frame *f, void *buf, size_t cap);
  * Returns the header length (> 0) with @f filled, -EAGAIN when @len is too
  * short to hold the whole header (read more and call again), or -EPROTO
  * when the bytes can never be a valid header: wrong version, unknown type,
- * hdr_len not the type's length, flags or reserved fields non-zero, payload
+ * hdr_len not the type's length, flags other than SL_WIRE_ACK_PING on an
+ * ACK, reserved fields non-zero, payload
  * length over SL_WIRE_PAYLOAD_MAX or on a type that carries none, a sequenced
  * frame with seq 0 or another with seq != 0, a NAK whose status is
  * not a NAK or error status or whose nak_seq is 0, a HELLO whose node_id is

@@ -132,7 +132,9 @@ static int nak_status_valid(uint32_t status)
 static int frame_valid(uint8_t type, uint16_t flags, uint32_t payload_len,
 		       uint64_t seq)
 {
-	if (sl_wire_hdr_len(type) == 0 || flags != 0)
+	if (sl_wire_hdr_len(type) == 0)
+		return 0;
+	if (flags != 0 && (type != SL_WIRE_ACK || flags != SL_WIRE_ACK_PING))
 		return 0;
 	if (payload_len > SL_WIRE_PAYLOAD_MAX)
 		return 0;

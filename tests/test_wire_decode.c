@@ -124,6 +124,11 @@ static enum outcome judge_ok_or_nak_status(uint8_t type, uint64_t v)
 	return v == 0 || spec_nak_status((uint32_t)v) ? O_OK : O_EPROTO;
 }
 
+static enum outcome judge_flags(uint8_t type, uint64_t v)
+{
+	return spec_flags_valid(type, v) ? O_OK : O_EPROTO;
+}
+
 static enum outcome judge_zero(uint8_t type, uint64_t v)
 {
 	(void)type;
@@ -169,7 +174,8 @@ static const struct decode_rule rules[] = {
 	  .out = O_EPROTO, .claimed = true },	/* hlen - 1, + 1, + 8 */
 	{ "bad_hdr_len", T_ALL, WHOLE(4, 4), .rel = R_HLEN_OR, VALS(0x100, 0x01000000u),
 	  .out = O_EPROTO, .claimed = true },
-	{ "bad_flags", T_ALL, WHOLE(2, 2), VALS(1, 2, 0x100, 0x8000, 0xffff), .out = O_EPROTO },
+	{ "bad_flags", T_ALL, WHOLE(2, 2), VALS(1, 2, 3, 0x100, 0x101, 0x8000, 0x8001, 0xffff),
+	  .judge = judge_flags },	/* every one refused, but 1 on an ACK */
 	/* Every byte of every reserved field, one at a time (test_decode_table
 	 * names the types that have none). */
 	{ "bad_rsvd", T_ALL, BYTES(12, 4), VALS(0x01, 0x80), .out = O_EPROTO },

@@ -306,7 +306,7 @@ static int ref_prefix_bad(const uint8_t *p, size_t len)
 	hlen = spec_hdr_len(type);
 	if (hlen == 0)
 		return 1;
-	if (HAVE(2, 2) && get_le(p + 2, 2) != 0)
+	if (HAVE(2, 2) && !spec_flags_valid(type, get_le(p + 2, 2)))
 		return 1;
 	if (HAVE(4, 4) && get_le(p + 4, 4) != hlen)
 		return 1;

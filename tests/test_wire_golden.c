@@ -120,13 +120,14 @@ END_TEST
  * reserved fields are shown cleared and nothing past the header written),
  * and @want decodes back to it.
  */
-static void check_golden(uint8_t type, const uint8_t *want, size_t n)
+/* @f0 encodes to exactly @want, and @want decodes to @f0. */
+static void check_golden_frame(const struct sl_wire_frame *f0, const uint8_t *want, size_t n)
 {
-	struct sl_wire_frame f = make_frame(type), out;
+	struct sl_wire_frame f = *f0, out;
 	uint8_t buf[SL_WIRE_HDR_MAX + 16];
 	const uint8_t *g;
 
-	ck_assert_uint_eq(n, spec_hdr_len(type));
+	ck_assert_uint_eq(n, spec_hdr_len(f.type));
 	memset(buf, 0xff, sizeof(buf));
 	ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)), (int)n);
 	ck_assert_mem_eq(buf, want, n);
@@ -144,6 +145,13 @@ static void check_golden(uint8_t type, const uint8_t *want, size_t n)
 	memset(&out, 0xee, sizeof(out));
 	ck_assert_int_eq(sl_wire_decode(g, n + f.payload_len, &out), (int)n);
 	assert_frames_equal(&f, &out);
+}
+
+static void check_golden(uint8_t type, const uint8_t *want, size_t n)
+{
+	struct sl_wire_frame f = make_frame(type);
+
+	check_golden_frame(&f, want, n);
 }
 
 START_TEST(test_exact_bytes_rts)
@@ -629,6 +637,31 @@ START_TEST(test_exact_bytes_ack)
 }
 END_TEST
 
+/* The keepalive that asks for an answer: an ACK with flag 1. */
+START_TEST(test_exact_bytes_ack_ping)
+{
+	static const uint8_t want[SL_WIRE_ACK_LEN] = {
+		/* 0 version 3, type 3, flags = 1 (SL_WIRE_ACK_PING) */
+		0x03, 0x03, 0x01, 0x00,
+		/* 4 hdr_len = 32 */
+		0x20, 0x00, 0x00, 0x00,
+		/* 8 payload_len = 0 */
+		0x00, 0x00, 0x00, 0x00,
+		/* 12 rsvd */
+		0x00, 0x00, 0x00, 0x00,
+		/* 16 seq: ACK is not sequenced */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* 24 ack */
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+	};
+	struct sl_wire_frame f = make_frame(SL_WIRE_ACK);
+
+	ck_assert_uint_eq(SL_WIRE_ACK_PING, SPEC_ACK_PING);
+	f.flags = SL_WIRE_ACK_PING;
+	check_golden_frame(&f, want, sizeof(want));
+}
+END_TEST
+
 START_TEST(test_exact_bytes_hello_nak_ack)
 {
 	uint8_t buf[SL_WIRE_HDR_MAX + 8];
@@ -704,6 +737,7 @@ static Suite *wire_golden_suite(void)
 	tcase_add_test(tc, test_exact_bytes_hello);
 	tcase_add_test(tc, test_exact_bytes_nak);
 	tcase_add_test(tc, test_exact_bytes_ack);
+	tcase_add_test(tc, test_exact_bytes_ack_ping);
 	tcase_add_test(tc, test_exact_bytes_hello_nak_ack);
 	suite_add_tcase(s, tc);
 	return s;

@@ -362,13 +362,21 @@ START_TEST(test_encode_errors)
 				 (int)spec_hdr_len(all_types[t]));
 	}
 
-	/* -EINVAL: non-zero flags; seq on HELLO, ACK, WRITE or BYE; no seq on a
-	 * sequenced frame. */
+	/* -EINVAL: flags other than the ACK's ping; seq on HELLO, ACK, WRITE or
+	 * BYE; no seq on a sequenced frame. */
 	for (size_t t = 0; t < N_TYPES; t++) {
 		f = make_frame(all_types[t]);
 		f.flags = 1;
+		if (spec_flags_valid(all_types[t], 1))
+			ck_assert_int_eq(sl_wire_encode(&f, buf, sizeof(buf)),
+					 (int)spec_hdr_len(all_types[t]));
+		else
+			expect_invalid(&f);
+		f.flags = 2;
 		expect_invalid(&f);
 		f.flags = 0x8000;
+		expect_invalid(&f);
+		f.flags = 0x8001;
 		expect_invalid(&f);
 		f = make_frame(all_types[t]);
 		if (spec_is_sequenced(all_types[t])) {

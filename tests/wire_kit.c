@@ -97,6 +97,11 @@ int spec_has_payload(uint8_t type)
 
 /* A HELLO's credit grant: 1..65536 frames. */
 
+int spec_flags_valid(uint8_t type, uint64_t flags)
+{
+	return flags == 0 || (type == SL_WIRE_ACK && flags == SPEC_ACK_PING);
+}
+
 int spec_credits_valid(uint64_t c)
 {
 	return c >= 1 && c <= SPEC_CREDITS_MAX;

@@ -56,6 +56,11 @@ extern const uint8_t unsequenced_types[5];
 /* EAGER and WRITE carry a payload. */
 int spec_has_payload(uint8_t type);
 
+/* The common header's flags: 0, and on an ACK also 1 (the keepalive that
+ * asks for an answer, SL_WIRE_ACK_PING). */
+#define SPEC_ACK_PING 1u
+int spec_flags_valid(uint8_t type, uint64_t flags);
+
 /* A HELLO's credit grant: 1..65536 frames. */
 #define SPEC_CREDITS_MAX 65536u
 int spec_credits_valid(uint64_t c);
