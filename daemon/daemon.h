@@ -13,6 +13,7 @@
 #define SLD_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <ev.h>
@@ -24,11 +25,16 @@
 #include "uid_quota.h"
 #include "xport/xport.h"
 
+/* The struct of @type whose @member @p points at. */
+#define container_of(p, type, member) \
+	((type *)(const void *)((const char *)(p) - offsetof(type, member)))
+
 struct queue;
 struct session;
 struct link;
 struct link_handlers;
 struct endpoint_rndv_hooks;
+struct match_queues;
 struct admin;
 struct link_auth;
 struct service;
@@ -208,6 +214,9 @@ struct daemon {
 	ev_tstamp link_cap_checked;
 	const struct link_handlers *link_handlers;	/* the engine's (link.h) */
 	const struct endpoint_rndv_hooks *rndv_hooks;	/* rndv.c's (endpoint.h) */
+	/* Receives naming a node join and leave the posted lists of every
+	 * queue's matcher (match.h, match_named_fn; the engine's). */
+	void (*recv_named)(struct match_queues *mq, uint32_t node, int delta);
 	struct admin *admin;		/* admin socket (admin.c); NULL: none */
 	struct link_auth *auth;		/* keys and handshakes (link_auth.c) */
 

@@ -128,9 +128,8 @@ static void submit_recv(struct desc *dsc)
 		return;
 	if (dsc->peer.node == q->d->cfg.node_id || dsc->peer.node == SL_NODE_ANY)
 		return;
-	/* A receive naming a peer wants its link (links on demand). */
-	link_demand(link_find(q->d, dsc->peer.node));
-	/* Nothing here from it, and nothing will come until it is back. */
+	/* Posted, it waits on the peer's link (recv_named), which it woke.
+	 * Nothing here from it, and nothing will come until it is back. */
 	if (link_node_timed_out(q->d, dsc->peer.node)) {
 		match_remove_recv(&q->mq, r);
 		queue_complete(&r->desc, SL_ERR_PEER_DOWN, NULL);
@@ -310,9 +309,25 @@ void engine_fail_queue(struct queue *q, int status, const char *why)
 	endpoint_drop_claimed(q);
 }
 
+/* A receive naming a peer waits on its link (link_wait_add): the link
+ * stays up and watched while one is posted. */
+static void recv_named(struct match_queues *mq, uint32_t node, int delta)
+{
+	struct queue *q = container_of(mq, struct queue, mq);
+	struct link *l;
+
+	if (node == q->d->cfg.node_id)
+		return;
+	/* None when the peer was removed: its receives fail as it goes. */
+	l = link_find(q->d, node);
+	if (l)
+		link_wait_add(l, delta);
+}
+
 void engine_init(struct daemon *d)
 {
 	endpoint_init(d, &rndv_endpoint_hooks);
+	d->recv_named = recv_named;
 }
 
 void engine_stop(struct daemon *d)

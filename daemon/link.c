@@ -259,10 +259,13 @@ int link_post_frame(struct link *l, struct sl_wire_frame *wf, const void *payloa
 	n = ops->post_send(l->conn, &wr);
 	if (n == 0) {
 		ev_tstamp now = ev_now(l->d->loop);
+		ev_tstamp gap = now - (l->tx_at > l->waiting_since ? l->tx_at : l->waiting_since);
 
-		if (l->state == LINK_UP && now - l->tx_at > l->tx_gap_max)
-			l->tx_gap_max = now - l->tx_at;
+		/* Only while we wait on the peer are we bound to speak. */
+		if (l->state == LINK_UP && l->waiting_since && gap > l->tx_gap_max)
+			l->tx_gap_max = gap;
 		l->ack_sent = wf->ack;
+		l->ping_owed = false;	/* any frame answers a ping */
 		l->ctr.frames_tx++;
 		l->tx_at = now;
 	} else if (n == -ENOMEM) {
@@ -310,6 +313,8 @@ static bool ack_due(const struct link *l, bool force)
 {
 	uint64_t every = l->d->cfg.eager_credits / 2;
 
+	if (l->ping_owed)
+		return true;	/* the peer waits on us: answer at once */
 	if (l->rx_seq == l->ack_sent)
 		return false;
 	/* Never sit on more than half the credits we granted: the peer
@@ -706,6 +711,8 @@ void link_kick(struct link *l)
 		l->ready_on = &d->link_ready;
 		TAILQ_INSERT_TAIL(&d->link_ready, l, ready_link);
 	}
+	if (l->alive_quiet)
+		link_alive_wake(l);	/* it may wait on the peer now */
 	daemon_wake(d);
 }
 
@@ -723,7 +730,7 @@ void link_ready_forget(struct link *l)
 static bool link_wants_pass(const struct link *l)
 {
 	return l->state == LINK_UP && l->conn &&
-	       (l->rx_seq != l->ack_sent || link_can_post(l));
+	       (l->rx_seq != l->ack_sent || l->ping_owed || link_can_post(l));
 }
 
 unsigned link_flush_all(struct daemon *d, bool force_ack)
@@ -915,10 +922,10 @@ static void link_up(struct link *l)
 	ev_timer_stop(l->d->loop, &l->dial_w);
 	l->heard_at = l->rx_at = l->tx_at = l->used_at = ev_now(l->d->loop);
 	l->idle_asked = l->idle_closing = false;
+	l->waiting_since = 0;
+	l->ping_owed = false;
 	link_backoff_window(l, l->rx_at);	/* down time proves nothing */
-	l->alive_due = l->rx_at + LINK_KEEPALIVE;
-	ev_timer_set(&l->alive_w, LINK_KEEPALIVE, LINK_KEEPALIVE);
-	ev_timer_start(l->d->loop, &l->alive_w);
+	link_alive_start(l);
 	/* Owe the peer an ack for what it sent before the break: the HELLO
 	 * said how far it got, but only an ack in the stream completes. */
 	l->ack_sent = 0;
@@ -1119,14 +1126,17 @@ static int attach_accepted(struct daemon *d, struct xport_conn *c, struct link *
 	return 0;
 }
 
-/* A whole frame (or a write's immediate) from the peer on an up link. */
+/* A whole frame (or a write's immediate) from the peer on an up link.
+ * The gaps count only while we wait on the peer: a quiet peer of a
+ * quiet link has nothing to say. */
 static void note_heard(struct link *l)
 {
-	ev_tstamp now = ev_now(l->d->loop), gap = now - l->rx_at;
+	ev_tstamp now = ev_now(l->d->loop);
+	ev_tstamp gap = now - (l->rx_at > l->waiting_since ? l->rx_at : l->waiting_since);
 
-	if (gap > l->rx_gap_max)
+	if (l->waiting_since && gap > l->rx_gap_max)
 		l->rx_gap_max = gap;
-	if (gap > l->backoff_rx_gap)
+	if (l->waiting_since && gap > l->backoff_rx_gap)
 		l->backoff_rx_gap = gap;
 	l->rx_at = now;
 }
@@ -1214,6 +1224,8 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 		rc = l_up(l)->done(l, wf->u.done.send_id);
 		break;
 	case SL_WIRE_ACK:
+		if (wf->flags & SL_WIRE_ACK_PING)
+			l->ping_owed = true;	/* answered at this pass's end */
 		break;
 	case SL_WIRE_BYE:
 		/* The last frame of a stopping peer: what it acks first, then

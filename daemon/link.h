@@ -378,6 +378,19 @@ void link_kick(struct link *l);
  */
 void link_demand(struct link *l);
 
+/*
+ * link_wait_add - @delta (+1 or -1) operations of the layer above start
+ * or stop waiting on @l's peer, besides what the link and the rendezvous
+ * count themselves: receives naming the peer's node.  While any does,
+ * the link is not quiet: an idle one dials (link_demand), an up one is
+ * not closed for idle_link_ms or max_links, and it asks its peer for a
+ * keepalive every LINK_KEEPALIVE, so that a peer that dies is noticed and
+ * the receives fail SL_ERR_PEER_DOWN after peer_timeout_ms
+ * (link_handlers.peer_timed_out).  A decrement below zero is a bug of the
+ * caller: logged, the count stays 0.  Loop thread only.
+ */
+void link_wait_add(struct link *l, int delta);
+
 /* Hand queued frames of the ready links to the transport and write them
  * (end of a pass).
  * @force_ack: send every pending ACK now (the engine is going to sleep).

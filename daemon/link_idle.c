@@ -36,15 +36,19 @@ bool link_on_demand(const struct daemon *d)
 	return d->cfg.idle_link_ms && d->xp->ops->short_connections;
 }
 
-/* Nothing under way with the peer, in either direction. */
-bool link_is_quiet(const struct link *l)
+bool link_waits(const struct link *l)
 {
 	uint32_t sending, receiving, past;
 
-	if (l->n_backlog || l->n_unacked || l->n_writes || l->rx_seq != l->ack_sent)
-		return false;
+	if (l->n_backlog || l->n_unacked || l->n_writes || l->n_waiters)
+		return true;
 	l->d->link_handlers->counts(l, &sending, &receiving, &past);
-	return !sending && !receiving;
+	return sending || receiving;
+}
+
+bool link_is_quiet(const struct link *l)
+{
+	return l->rx_seq == l->ack_sent && !link_waits(l);
 }
 
 /* How many links hold or seek a connection now. */
@@ -129,6 +133,31 @@ void link_demand(struct link *l)
 		link_schedule_redial(l);	/* and again, until it dials */
 	}
 	enforce_max_links(d);
+}
+
+void link_wait_add(struct link *l, int delta)
+{
+	if (delta < 0 && l->n_waiters < (uint32_t)-delta) {
+		log_err("link %s: %d receives naming the peer ended, %u counted", l->peer->name,
+			-delta, l->n_waiters);
+		l->n_waiters = 0;
+		return;
+	}
+	l->n_waiters += (uint32_t)delta;
+	if (delta > 0) {
+		link_demand(l);
+		if (l->alive_quiet)
+			link_alive_wake(l);
+	}
+}
+
+ev_tstamp link_idle_due(const struct link *l)
+{
+	ev_tstamp period = l->d->cfg.idle_link_ms / 1e3, due = l->used_at + period;
+
+	if (l->idle_asked && l->idle_asked_at + period > due)
+		due = l->idle_asked_at + period;
+	return due;
 }
 
 void link_idle_check(struct link *l, ev_tstamp now)

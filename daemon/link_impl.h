@@ -105,12 +105,22 @@ struct link {
 	struct link_counters ctr;	/* link.h */
 	ev_tstamp updown_at;		/* ev_now() when the link last came up or
 					 * went down (from up), or was created */
-	/* Liveness (link_liveness.c, link_alive_cb): a frame goes out at
-	 * least every 0.5 s while the link is up (an ACK if nothing else
-	 * does), and nothing heard (no byte: xport last_rx) for
-	 * max(ack_timeout_ms x ack_backoff, 1 s) breaks the connection: an
-	 * idle side learns of a partition too, and the dialer redials. */
+	/* Liveness (link_liveness.c, link_alive_cb): while something of ours
+	 * waits on the peer (link_waits) a frame goes out at least every
+	 * LINK_KEEPALIVE (an ACK asking for an answer, SL_WIRE_ACK_PING, if
+	 * nothing else does), and nothing heard (no byte: xport last_rx) for
+	 * max(ack_timeout_ms x ack_backoff, 1 s) since the wait began breaks
+	 * the connection.  While nothing waits, the link says nothing and
+	 * judges nothing (a partition shows when something next waits). */
 	ev_timer alive_w;
+	ev_tstamp waiting_since;	/* ev_now() when the wait began; 0: none */
+	bool alive_quiet;		/* alive_w at the quiet pace, or stopped
+					 * (link_alive_wake brings it back) */
+	bool ping_owed;			/* the peer asked (SL_WIRE_ACK_PING) and no
+					 * frame of ours has carried the answer yet */
+	uint32_t n_waiters;		/* operations of the layer above waiting on
+					 * the peer (link_wait_add): receives naming
+					 * its node */
 	ev_timer dial_w;		/* a dial that takes too long is redone; an
 					 * accepter's nudge, given up */
 	ev_tstamp rx_at, tx_at;		/* last frame received, sent */
@@ -129,12 +139,17 @@ struct link {
 
 /* ---- shared within the links' floor ---- */
 
-/* Liveness: an up link sends a frame at least every LINK_KEEPALIVE
- * seconds (a protocol constant, so that a peer configured differently
- * still hears it often enough), and one that hears nothing for
+/* Liveness: an up link that waits on its peer sends a frame at least
+ * every LINK_KEEPALIVE seconds (a protocol constant, so that a peer
+ * configured differently still hears it often enough), each lone one
+ * asking for an answer, and one that hears nothing for
  * max(ack_timeout_ms, LINK_SILENCE_MIN) breaks its connection. */
 #define LINK_KEEPALIVE 0.25
 #define LINK_SILENCE_MIN 1.0
+/* The keepalive timer's longest period while nothing waits on a link on
+ * demand: only the idle close's look is left to it (a link that is not
+ * on demand has none: its timer stops until something waits). */
+#define LINK_QUIET_TICK 1.0
 /* The shortest window in which a link proves that a smaller ack back-off
  * suffices (link_liveness.c, backoff_review): 8 keepalive rounds. */
 #define LINK_PROVE_MIN 2.0
@@ -185,14 +200,19 @@ void link_dial_failed(struct link *l, int err);
 
 /* link_idle.c (links on demand): are links dialled when needed and
  * closed when quiet ([transport] idle_link_ms, a transport with short
- * connections)?  Is nothing under way with @l's peer?  The keepalive
+ * connections)?  Does anything of ours wait on @l's peer (frames to
+ * send or to be acknowledged, writes, a rendezvous either way, a
+ * receive naming its node)?  Is nothing under way with it, in either
+ * direction (nothing waits, and no ack is owed)?  The keepalive
  * timer's look: quiet for idle_link_ms, ask to close.  A BYE IDLE heard
  * (0, or -errno to break the connection).  Our answering BYE IDLE left.
  * The connection went: true when the link is idle now (agreed, or lost
  * while quiet), and link_went_down does nothing more. */
 bool link_on_demand(const struct daemon *d);
+bool link_waits(const struct link *l);
 bool link_is_quiet(const struct link *l);
 void link_idle_check(struct link *l, ev_tstamp now);
+ev_tstamp link_idle_due(const struct link *l);
 int link_idle_heard(struct link *l);
 void link_idle_sent(struct link *l);
 bool link_idle_went_down(struct link *l);
@@ -225,10 +245,14 @@ void link_readdress(struct link *l, const struct peer_conf *pc);
 
 /* link_liveness.c: a new proving window of the ack back-off from @now;
  * the retransmission timer started (frames wait for an ack) or moved by
- * ack progress; the timers' callbacks (ack_w, alive_w). */
+ * ack progress; the keepalive timer started on a link that came up, and
+ * back at its pace on a quiet one that may wait now (every kick); the
+ * timers' callbacks (ack_w, alive_w). */
 void link_backoff_window(struct link *l, ev_tstamp now);
 void link_ack_timer_start(struct link *l);
 void link_ack_timer_progress(struct link *l);
+void link_alive_start(struct link *l);
+void link_alive_wake(struct link *l);
 void link_ack_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents);
 

@@ -1,10 +1,11 @@
 /*
  * link_liveness.c - when a link's peer counts as silent: the
  * retransmission timer (no ack progress for ack_timeout_ms while frames
- * wait for one) and its back-off, and the keepalive (a frame out every
- * LINK_KEEPALIVE while up; nothing heard for the silence limit breaks the
- * connection).  Part of the links' floor (link_impl.h);
- * docs/link-liveness.md has the rules and their measurements.
+ * wait for one) and its back-off, and the keepalive (while something
+ * waits on the peer, a frame out every LINK_KEEPALIVE, asking for one
+ * back; nothing heard for the silence limit breaks the connection).
+ * Part of the links' floor (link_impl.h); docs/link-liveness.md has the
+ * rules and their measurements.
  */
 #include "autoconfig.h"
 
@@ -184,13 +185,69 @@ static bool judged_silent(struct link *l, ev_timer *w, ev_tstamp heard, ev_tstam
 	return false;
 }
 
+/* The keepalive timer due in @delay seconds, then every @repeat. */
+static void alive_arm(struct link *l, ev_tstamp delay, ev_tstamp repeat)
+{
+	struct ev_loop *loop = l->d->loop;
+
+	ev_timer_stop(loop, &l->alive_w);
+	ev_timer_set(&l->alive_w, delay, repeat);
+	ev_timer_start(loop, &l->alive_w);
+	l->alive_due = ev_now(loop) + delay;
+}
+
+void link_alive_start(struct link *l)
+{
+	l->alive_quiet = false;
+	alive_arm(l, LINK_KEEPALIVE, LINK_KEEPALIVE);
+}
+
+void link_alive_wake(struct link *l)
+{
+	/* Not on a link being freed: its timers stopped for good. */
+	if (l->state == LINK_UP && !l->removing)
+		link_alive_start(l);
+	else
+		l->alive_quiet = false;
+}
+
 /*
- * Every LINK_KEEPALIVE while up: say something if we have been quiet that
- * long (so the peer hears us at least every 2 x LINK_KEEPALIVE, whatever
- * the phase of the two timers), and give up on a connection that has been
- * silent for ack_timeout_ms (times the back-off), but not less than
- * LINK_SILENCE_MIN.  Without it an idle dialer whose peer broke the
- * connection in a partition would never redial.
+ * Nothing waits on @l: its timer is left only what a quiet link still
+ * does, the idle close's look on a link on demand (at its due time, but
+ * at least every LINK_QUIET_TICK, for the max_links look of
+ * link_idle_check); a link that is not on demand has nothing left, and
+ * its timer stops.  So a quiet daemon of static links does not wake at
+ * all.  Whatever may start a wait kicks the link, which brings the timer
+ * back (link_alive_wake).
+ */
+static void alive_quiet(struct link *l, ev_tstamp now)
+{
+	ev_tstamp delay;
+
+	l->alive_quiet = true;
+	if (!link_on_demand(l->d)) {
+		ev_timer_stop(l->d->loop, &l->alive_w);
+		return;
+	}
+	delay = link_idle_due(l) - now;
+	if (delay < LINK_KEEPALIVE)
+		delay = LINK_KEEPALIVE;
+	if (delay > LINK_QUIET_TICK)
+		delay = LINK_QUIET_TICK;
+	alive_arm(l, delay, delay);
+}
+
+/*
+ * Every LINK_KEEPALIVE while up.  While something of ours waits on the
+ * peer (link_waits): ask for a keepalive if we have said nothing that
+ * long (an ACK with SL_WIRE_ACK_PING, which the peer answers at once, so
+ * each side hears the other at least every 2 x LINK_KEEPALIVE, whatever
+ * the phase of the timers), and give up on a connection that has been
+ * silent since the wait began for ack_timeout_ms (times the back-off),
+ * but not less than LINK_SILENCE_MIN.  While nothing waits: nothing to
+ * say, nothing to judge (the peer asks when it waits), and the idle
+ * close's look.  So a quiet link costs no frame, and a partition of one
+ * is found when something next waits on it: the dialer redials then.
  *
  * Read, then judge (judged_silent).  A stall of ours is recognised here
  * by this timer running late, and counted apart (loop_watch).
@@ -204,8 +261,22 @@ void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (l->state != LINK_UP)
 		return;
 	loop_watch_late(&l->d->loop_w, loop, l->alive_due);
-	l->alive_due = now + LINK_KEEPALIVE;
+	l->alive_due = now + w->repeat;
+	if (!link_waits(l)) {
+		l->waiting_since = 0;
+		backoff_review(l, now);
+		link_idle_check(l, now);
+		if (l->state == LINK_UP)
+			alive_quiet(l, now);
+		return;
+	}
+	if (l->alive_quiet)
+		link_alive_wake(l);	/* a wait that no kick announced */
+	if (!l->waiting_since)
+		l->waiting_since = now;	/* the silence counts from here */
 	heard = link_heard_at(l);
+	if (heard < l->waiting_since)
+		heard = l->waiting_since;
 	if (judged_silent(l, w, heard, limit)) {
 		l->ctr.silences++;
 		log_warn("link %s: nothing heard for %.0f ms (a frame %.0f ms ago): reconnecting",
@@ -215,10 +286,10 @@ void link_alive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	backoff_review(l, now);
-	link_idle_check(l, now);	/* a BYE IDLE counts as the keepalive */
+	link_idle_check(l, now);	/* the cap's look; this link is not quiet */
 	if (now - l->tx_at >= LINK_KEEPALIVE &&
 	    l->d->xp->ops->sq_space(l->conn) > 0) {
-		struct sl_wire_frame wf = { .type = SL_WIRE_ACK };
+		struct sl_wire_frame wf = { .type = SL_WIRE_ACK, .flags = SL_WIRE_ACK_PING };
 
 		if (link_post_frame(l, &wf, NULL, 0) == 0)
 			l->d->xp->ops->flush(l->conn);

@@ -3,8 +3,9 @@
  */
 #include "match.h"
 
-void match_init(struct match_queues *mq, uint64_t *total_bytes)
+void match_init(struct match_queues *mq, uint64_t *total_bytes, match_named_fn *named)
 {
+	mq->named = named;
 	TAILQ_INIT(&mq->posted);
 	TAILQ_INIT(&mq->unexpected);
 	mq->n_posted = 0;
@@ -29,6 +30,24 @@ bool match_filter_accepts(const struct desc *f, sl_addr_t src, uint64_t tag)
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag)
 {
 	return match_filter_accepts(&r->desc, src, tag);
+}
+
+/* @r joins or leaves the posted list: the one place each happens, so
+ * that the count of receives naming a node is told every change. */
+static void posted_counted(struct match_queues *mq, const struct match_recv *r, int delta)
+{
+	if (delta > 0)
+		mq->n_posted++;
+	else
+		mq->n_posted--;
+	if (mq->named && r->desc.peer.node != SL_NODE_ANY)
+		mq->named(mq, r->desc.peer.node, delta);
+}
+
+static void posted_unlink(struct match_queues *mq, struct match_recv *r)
+{
+	TAILQ_REMOVE(&mq->posted, r, link);
+	posted_counted(mq, r, -1);
 }
 
 /* @m's charge counts at @mq, and in the total @mq shares, or no more. */
@@ -75,7 +94,7 @@ struct match_msg *match_post_recv(struct match_queues *mq, struct match_recv *r)
 	if (m)
 		return m;
 	TAILQ_INSERT_TAIL(&mq->posted, r, link);
-	mq->n_posted++;
+	posted_counted(mq, r, 1);
 	return NULL;
 }
 
@@ -95,7 +114,7 @@ struct match_msg *match_repost(struct match_queues *mq, struct match_recv *r)
 		TAILQ_INSERT_AFTER(&mq->posted, it, r, link);
 	else
 		TAILQ_INSERT_HEAD(&mq->posted, r, link);
-	mq->n_posted++;
+	posted_counted(mq, r, 1);
 	return NULL;
 }
 
@@ -105,8 +124,7 @@ struct match_recv *match_arrival(struct match_queues *mq, sl_addr_t src, uint64_
 
 	TAILQ_FOREACH(r, &mq->posted, link) {
 		if (match_accepts(r, src, tag)) {
-			TAILQ_REMOVE(&mq->posted, r, link);
-			mq->n_posted--;
+			posted_unlink(mq, r);
 			return r;
 		}
 	}
@@ -124,17 +142,14 @@ struct match_recv *match_pop_recv(struct match_queues *mq)
 {
 	struct match_recv *r = TAILQ_FIRST(&mq->posted);
 
-	if (r) {
-		TAILQ_REMOVE(&mq->posted, r, link);
-		mq->n_posted--;
-	}
+	if (r)
+		posted_unlink(mq, r);
 	return r;
 }
 
 void match_remove_recv(struct match_queues *mq, struct match_recv *r)
 {
-	TAILQ_REMOVE(&mq->posted, r, link);
-	mq->n_posted--;
+	posted_unlink(mq, r);
 }
 
 struct match_msg *match_pop_unexpected(struct match_queues *mq)

@@ -71,6 +71,13 @@ struct match_claim {
 };
 TAILQ_HEAD(match_claim_list, match_claim);
 
+struct match_queues;
+/* Told when a posted receive that names a node (its filter's peer.node is
+ * not SL_NODE_ANY) joins the posted list (@delta +1) or leaves it (-1),
+ * whatever the reason: the layer above keeps the links of the peers
+ * that receives wait on connected and watched (engine.c). */
+typedef void match_named_fn(struct match_queues *mq, uint32_t node, int delta);
+
 struct match_queues {
 	struct match_recv_list posted;
 	struct match_msg_list unexpected;
@@ -83,11 +90,13 @@ struct match_queues {
 	struct match_claim_list claimed;	/* in claim order */
 	uint32_t n_claimed;
 	uint64_t last_claim_id;
+	match_named_fn *named;		/* may be NULL */
 };
 
 /* Empty queues; their charges also count in *@total_bytes (NULL: none),
- * a sum several endpoints may share. */
-void match_init(struct match_queues *mq, uint64_t *total_bytes);
+ * a sum several endpoints may share; receives naming a node are told to
+ * @named (NULL: to nobody). */
+void match_init(struct match_queues *mq, uint64_t *total_bytes, match_named_fn *named);
 
 /* Does receive @r accept a message from @src with @tag? */
 bool match_accepts(const struct match_recv *r, sl_addr_t src, uint64_t tag);

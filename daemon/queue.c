@@ -161,7 +161,7 @@ int queue_create(struct daemon *d, const struct queue_owner *who, uint32_t port,
 	q->memfd = q->sq_efd = q->cq_efd = -1;
 	q->refs = 1;
 	q->uid = who->uid;
-	match_init(&q->mq, &d->unexpected_bytes);
+	match_init(&q->mq, &d->unexpected_bytes, d->recv_named);
 	TAILQ_INIT(&q->claims);
 
 	rc = port_bind(d, q, port, who->uid);

@@ -27,8 +27,6 @@
 #include "rcache.h"
 #include "rndv.h"
 
-#define container_of(p, type, member) ((type *)(const void *)((const char *)(p) - offsetof(type, member)))
-
 #define peer_warn(l, ...) log_limited(link_peer_log(l), LOG_LVL_WARN, __VA_ARGS__)
 
 /* Rendezvous sends that failed, remembered so that a late RTR (or one

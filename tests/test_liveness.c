@@ -10,7 +10,10 @@
  * h_daemon_stats()), every wait bounded.  The test process is the
  * client of both daemons.  Cases (CK_RUN_CASE=name):
  *   stalled_daemon      the reported input, STALL_RUNS times: A with
- *                       ack_timeout_ms 5000, B with 200, idle 1 s, B
+ *                       ack_timeout_ms 5000, B with 200, idle 1 s but for
+ *                       a receive on each naming the other (so that each
+ *                       waits on the other and the keepalives run: an
+ *                       idle link with nothing waiting says nothing), B
  *                       stopped 1.5 s (SIGSTOP), 1.5 s after SIGCONT both
  *                       links show no silence, no ack timeout, no
  *                       reconnect, and B counts the stall with its length
@@ -27,8 +30,10 @@
  *                       awake it comes back down to 1, one step per window
  *   partial_frame       a 1 MiB eager frame crosses from a sender that
  *                       runs 1 ms in every 150 ms (SIGSTOP/SIGCONT) to a
- *                       receiver whose silence limit is 1 s: frames come
- *                       slower than that, bytes do not, and the link holds
+ *                       receiver whose silence limit is 1 s and whose
+ *                       receive names the sender (it waits on it): frames
+ *                       come slower than that, bytes do not, and the link
+ *                       holds
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -47,6 +52,7 @@
 
 #define STALL_RUNS 3
 #define STOP_MS 1500
+#define PARTNER_PORT 4050
 
 /* ------------------------------------------------------------------ */
 /* Statistics                                                           */
@@ -136,11 +142,17 @@ static void client_send(struct client *c, sl_addr_t dst, uint64_t tag, const voi
 	H_ASSERT(rc == 0, "sl_send: %s", strerror(-rc));
 }
 
-static void client_recv(struct client *c, size_t cap, void *buf, uint64_t user_ctx)
+static void client_recv_from(struct client *c, sl_addr_t src, size_t cap, void *buf,
+			     uint64_t user_ctx)
 {
-	int rc = sl_recv(c->q, SL_ANY_SOURCE, 0, 0, buf, cap, user_ctx);
+	int rc = sl_recv(c->q, src, 0, 0, buf, cap, user_ctx);
 
 	H_ASSERT(rc == 0, "sl_recv: %s", strerror(-rc));
+}
+
+static void client_recv(struct client *c, size_t cap, void *buf, uint64_t user_ctx)
+{
+	client_recv_from(c, SL_ANY_SOURCE, cap, buf, user_ctx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -193,10 +205,21 @@ START_TEST(stalled_daemon)
 	static const char *const confs[] = { "[transport]\nack_timeout_ms = 5000\n",
 					     "[transport]\nack_timeout_ms = 200\n" };
 	struct h_daemon ds[2];
+	struct client a, b;
 	uint64_t conn_a, conn_b;
 	unsigned run;
+	char *buf_a, *buf_b;
 
 	h_cluster_start_confs(ds, names, 2, confs);
+	/* Each waits on the other: a receive naming the other's node (it
+	 * never completes), as an MPI rank's posted receive from a peer. */
+	client_open(&a, &ds[0], PARTNER_PORT);
+	client_open(&b, &ds[1], PARTNER_PORT);
+	buf_a = sl_alloc(a.q, 64);
+	buf_b = sl_alloc(b.q, 64);
+	H_ASSERT(buf_a && buf_b, "sl_alloc");
+	client_recv_from(&a, (sl_addr_t){ ds[1].node, SL_PORT_ANY }, 64, buf_a, 1);
+	client_recv_from(&b, (sl_addr_t){ ds[0].node, SL_PORT_ANY }, 64, buf_b, 1);
 	conn_a = h_daemon_stat(&ds[0], "link.B.connects");
 	conn_b = h_daemon_stat(&ds[1], "link.A.connects");
 	for (run = 1; run <= STALL_RUNS; run++) {
@@ -207,6 +230,8 @@ START_TEST(stalled_daemon)
 		h_sleep_ms(1500);
 		expect_link_held(ds, conn_a, conn_b, run);
 	}
+	client_close(&a);
+	client_close(&b);
 	h_cluster_stop(ds, 2);
 }
 END_TEST
@@ -469,7 +494,7 @@ START_TEST(partial_frame)
 	for (i = 0; i < FRAME_BYTES; i++)
 		src[i] = (unsigned char)(i * 7 + (i >> 12));
 	memset(dst, 0, FRAME_BYTES);
-	client_recv(&b, FRAME_BYTES, dst, 1);
+	client_recv_from(&b, (sl_addr_t){ ds[0].node, SL_PORT_ANY }, FRAME_BYTES, dst, 1);
 	conn_b = h_daemon_stat(&ds[1], "link.A.connects");
 
 	stop_daemon(&ds[0]);

@@ -254,7 +254,7 @@ START_TEST(script)
 
 	memset(recvs, 0, sizeof(recvs));
 	memset(msgs, 0, sizeof(msgs));
-	match_init(&mq, NULL);
+	match_init(&mq, NULL, NULL);
 
 	for (step = 0; step < MAX_OPS && tc->ops[step].kind != OP_END; step++) {
 		const struct op *op = &tc->ops[step];
@@ -395,7 +395,7 @@ START_TEST(init_state)
 
 	/* match_init() must not depend on the memory being zeroed. */
 	memset(&mq, 0xa5, sizeof(mq));
-	match_init(&mq, NULL);
+	match_init(&mq, NULL, NULL);
 	ck_assert(TAILQ_EMPTY(&mq.posted));
 	ck_assert(TAILQ_EMPTY(&mq.unexpected));
 	ck_assert_uint_eq(mq.n_posted, 0);
@@ -423,7 +423,7 @@ START_TEST(reuse_after_pop)
 	struct match_msg m1, m2;
 	struct match_recv r;
 
-	match_init(&mq, NULL);
+	match_init(&mq, NULL, NULL);
 	memset(&m1, 0, sizeof(m1));
 	memset(&m2, 0, sizeof(m2));
 	m1.src = (sl_addr_t){ N1, P1 };
@@ -456,8 +456,8 @@ START_TEST(shared_total)
 	struct match_recv r;
 	uint64_t total = 0;
 
-	match_init(&a, &total);
-	match_init(&b, &total);
+	match_init(&a, &total, NULL);
+	match_init(&b, &total, NULL);
 	memset(&m1, 0, sizeof(m1));
 	memset(&m2, 0, sizeof(m2));
 	memset(&m3, 0, sizeof(m3));
@@ -505,7 +505,7 @@ START_TEST(probe_and_claim)
 	struct desc f;
 	uint64_t total = 0, id1, id2;
 
-	match_init(&mq, &total);
+	match_init(&mq, &total, NULL);
 	memset(&m1, 0, sizeof(m1));
 	memset(&m2, 0, sizeof(m2));
 	memset(&m3, 0, sizeof(m3));
@@ -585,6 +585,84 @@ END_TEST
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+
+/* What the named hook was told: the sum of deltas per node, and the calls. */
+static struct match_queues *told_mq;
+static int told[3];	/* N1, N2, other */
+static unsigned told_calls;
+
+static void told_named(struct match_queues *mq, uint32_t node, int delta)
+{
+	ck_assert_ptr_eq(mq, told_mq);
+	ck_assert(delta == 1 || delta == -1);
+	told[node == N1 ? 0 : node == N2 ? 1 : 2] += delta;
+	told_calls++;
+}
+
+static void recv_from(struct match_recv *r, uint32_t node, uint64_t tag)
+{
+	memset(r, 0, sizeof(*r));
+	r->desc.peer = (sl_addr_t){ node, PANY };
+	r->desc.tag = tag;
+	r->desc.tag_mask = ALL;
+}
+
+/* Every way a receive naming a node joins or leaves the posted list is
+ * told (+1, -1), and only those: the daemon keeps the link of a node a
+ * receive waits on up and watched by this count. */
+START_TEST(named_receives_told)
+{
+	struct match_queues mq;
+	struct match_recv r1, r2, r3, r4, any;
+	struct match_msg m;
+
+	told_mq = &mq;
+	match_init(&mq, NULL, told_named);
+	recv_from(&r1, N1, 1);
+	recv_from(&r2, N1, 2);
+	recv_from(&r3, N2, 3);
+	recv_from(&r4, N2, 4);
+	recv_from(&any, NANY, 5);
+	ck_assert_ptr_null(match_post_recv(&mq, &r1));
+	ck_assert_ptr_null(match_post_recv(&mq, &r2));
+	ck_assert_ptr_null(match_post_recv(&mq, &r3));
+	ck_assert_ptr_null(match_post_recv(&mq, &r4));
+	ck_assert_ptr_null(match_post_recv(&mq, &any));	/* names no node */
+	ck_assert_int_eq(told[0], 2);
+	ck_assert_int_eq(told[1], 2);
+	ck_assert_int_eq(told[2], 0);
+	ck_assert_uint_eq(told_calls, 4);
+	/* Matched by an arrival, removed (a cancel), popped (a close). */
+	ck_assert_ptr_eq(match_arrival(&mq, (sl_addr_t){ N1, P1 }, 1), &r1);
+	match_remove_recv(&mq, &r3);
+	ck_assert_ptr_eq(match_pop_recv(&mq), &r2);
+	ck_assert_int_eq(told[0], 0);
+	ck_assert_int_eq(told[1], 1);
+	ck_assert_uint_eq(told_calls, 7);
+	/* Given back (a rendezvous that failed), then taken by a message
+	 * waiting unexpected: in and out of the list, or never in it. */
+	ck_assert_ptr_null(match_repost(&mq, &r1));
+	ck_assert_int_eq(told[0], 1);
+	memset(&m, 0, sizeof(m));
+	m.src = (sl_addr_t){ N2, P2 };
+	m.tag = 3;
+	match_add_unexpected(&mq, &m);
+	ck_assert_ptr_eq(match_post_recv(&mq, &r3), &m);	/* never posted */
+	ck_assert_int_eq(told[1], 1);
+	ck_assert_uint_eq(told_calls, 8);
+	/* The arrival for anything takes the oldest: r4 then any. */
+	ck_assert_ptr_eq(match_arrival(&mq, (sl_addr_t){ N2, P2 }, 4), &r4);
+	ck_assert_ptr_eq(match_arrival(&mq, (sl_addr_t){ N2, P2 }, 5), &any);
+	ck_assert_ptr_eq(match_pop_recv(&mq), &r1);
+	ck_assert_ptr_null(match_pop_recv(&mq));
+	ck_assert_int_eq(told[0], 0);
+	ck_assert_int_eq(told[1], 0);
+	ck_assert_int_eq(told[2], 0);
+	ck_assert_uint_eq(told_calls, 10);
+	ck_assert_uint_eq(mq.n_posted, 0);
+}
+END_TEST
+
 static Suite *match_suite(void)
 {
 	Suite *s = suite_create("match");
@@ -600,6 +678,7 @@ static Suite *match_suite(void)
 	tcase_add_test(tc, reuse_after_pop);
 	tcase_add_test(tc, shared_total);
 	tcase_add_test(tc, probe_and_claim);
+	tcase_add_test(tc, named_receives_told);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,6 +32,16 @@
  *   peer_absent        a send to a configured peer that is not running
  *                      dials it and completes SL_ERR_PEER_DOWN once, after
  *                      peer_timeout_ms
+ *   quiet_link_silent  idle_link_ms = 0 (links always up, as on verbs): a
+ *                      link on which nothing waits sends no frame at all,
+ *                      either way (it sent a keepalive every 0.25 s); a
+ *                      receive naming the peer makes both sides speak
+ *                      (a ping, its answer) until it is cancelled
+ *   named_recv_watched a receive naming a peer keeps the link up past
+ *                      idle_link_ms and watched: the peer stopped
+ *                      (SIGSTOP, no connection breaks), the receive
+ *                      completes SL_ERR_PEER_DOWN once (it waited
+ *                      forever: the link had closed as idle)
  * Waits are bounded by the lack of progress (a state that does not come),
  * never by the total time, so a loaded machine only makes them slower.
  */
@@ -39,6 +49,7 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -424,6 +435,131 @@ START_TEST(peer_absent)
 }
 END_TEST
 
+/* @d's frames sent to @peer and received from it. */
+static uint64_t frames(const struct h_daemon *d, const char *peer)
+{
+	return link_stat(d, peer, "frames_tx") + link_stat(d, peer, "frames_rx");
+}
+
+/* Within STATE_WAIT_MS, a whole @ms in which a and b exchange no frame. */
+static void wait_silent_for(const struct h_daemon *nodes, int64_t ms)
+{
+	int64_t t0 = h_now_ms();
+	uint64_t fa, fb;
+
+	for (;;) {
+		fa = frames(&nodes[0], "b");
+		fb = frames(&nodes[1], "a");
+		h_sleep_ms(ms);
+		if (frames(&nodes[0], "b") == fa && frames(&nodes[1], "a") == fb)
+			return;
+		H_ASSERT(h_now_ms() - t0 < STATE_WAIT_MS, "the a-b link never went %" PRId64
+			 " ms without a frame in %d ms (a: %" PRIu64 " frames, b: %" PRIu64 ")",
+			 ms, STATE_WAIT_MS, frames(&nodes[0], "b"), frames(&nodes[1], "a"));
+	}
+}
+
+/* Within STATE_WAIT_MS, @d's frames sent to @peer grow by @n from @from. */
+static void wait_frames_tx(const struct h_daemon *d, const char *peer, uint64_t from, uint64_t n)
+{
+	int64_t t0 = h_now_ms();
+
+	while (link_stat(d, peer, "frames_tx") < from + n) {
+		H_ASSERT(h_now_ms() - t0 < STATE_WAIT_MS, "%s sent %" PRIu64 " frames to %s in %d "
+			 "ms, not %" PRIu64, d->name, link_stat(d, peer, "frames_tx") - from, peer,
+			 STATE_WAIT_MS, n);
+		h_sleep_ms(20);
+	}
+}
+
+START_TEST(quiet_link_silent)
+{
+	static const char *const names[] = { "a", "b" };
+	static const char conf[] = "[transport]\nidle_link_ms = 0\n";
+	struct h_daemon nodes[2];
+	struct end e[2];
+	struct sl_cqe cqe;
+	uint64_t a_tx, b_tx;
+
+	h_cluster_start_conf(nodes, names, 2, conf);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	one_message(&e[0], &e[1], 64, 1);
+	/* Nothing waits: two seconds without a frame (8 keepalives each
+	 * way before). */
+	wait_silent_for(nodes, 2000);
+	/* A receive on a naming b: a asks, b answers, every 0.25 s or so. */
+	a_tx = link_stat(&nodes[0], "b", "frames_tx");
+	b_tx = link_stat(&nodes[1], "a", "frames_tx");
+	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
+	     0);
+	wait_frames_tx(&nodes[0], "b", a_tx, 4);
+	wait_frames_tx(&nodes[1], "a", b_tx, 4);
+	H_EQ(link_stat(&nodes[0], "b", "silences"), 0);
+	H_EQ(link_stat(&nodes[1], "a", "silences"), 0);
+	/* Cancelled, nothing waits again. */
+	H_EQ(sl_cancel(e[0].q, 9), 0);
+	H_EQ(h_wait_cqe(e[0].q, &cqe, 30000), 1);
+	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_CANCELED, "receive: %s",
+		 sl_strerror(cqe.status));
+	H_EQ(h_wait_cqe(e[0].q, &cqe, 30000), 1);
+	H_ASSERT(cqe.opcode == SL_OP_CANCEL && cqe.status == SL_OK, "cancel: %s",
+		 sl_strerror(cqe.status));
+	wait_silent_for(nodes, 1000);
+	printf("quiet_link_silent: no frame either way while nothing waited; %" PRIu64
+	       " from a and %" PRIu64 " from b while a receive named b\n",
+	       link_stat(&nodes[0], "b", "frames_tx") - a_tx,
+	       link_stat(&nodes[1], "a", "frames_tx") - b_tx);
+	H_EQ(link_stat(&nodes[0], "b", "connects"), 1);
+	H_EQ(link_stat(&nodes[1], "a", "connects"), 1);
+	pair_stop(nodes, e);
+}
+END_TEST
+
+START_TEST(named_recv_watched)
+{
+	struct h_daemon nodes[2];
+	struct end e[2];
+	struct sl_cqe cqe;
+	uint64_t a_tx;
+	int64_t t0, ms;
+
+	pair_start(nodes, e);
+	one_message(&e[0], &e[1], 64, 1);
+	wait_link_state(&nodes[0], "b", "idle");
+	/* The receive wakes the link and holds it: three idle periods and
+	 * it is still up, its keepalives going. */
+	a_tx = link_stat(&nodes[0], "b", "frames_tx");
+	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
+	     0);
+	wait_link_state(&nodes[0], "b", "up");
+	h_sleep_ms(3 * IDLE_MS);
+	wait_frames_tx(&nodes[0], "b", a_tx, 4);
+	wait_link_state(&nodes[0], "b", "up");
+	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 1);	/* the first one only */
+	/* b hangs: a hears nothing, gives the connection up, and after
+	 * peer_timeout_ms (3000) the receive fails, once. */
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
+	t0 = h_now_ms();
+	H_EQ(h_wait_cqe(e[0].q, &cqe, 60000), 1);
+	ms = h_now_ms() - t0;
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
+	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_PEER_DOWN, "receive: %s",
+		 sl_strerror(cqe.status));
+	/* peer_timeout_ms counts from the last frame heard, a ping's answer
+	 * at most about two keepalive periods before the stop (1 s allowed
+	 * for a loaded machine). */
+	H_ASSERT(ms >= 2000, "failed after %" PRId64 " ms, long before peer_timeout_ms 3000",
+		 ms);
+	H_EQ(h_wait_cqe(e[0].q, &cqe, 200), 0);	/* once */
+	H_ASSERT(link_stat(&nodes[0], "b", "silences") >= 1, "a judged b silent %" PRIu64
+		 " times", link_stat(&nodes[0], "b", "silences"));
+	printf("named_recv_watched: the link stayed up past idle_link_ms; b stopped, the "
+	       "receive failed SL_ERR_PEER_DOWN %" PRId64 " ms later\n", ms);
+	pair_stop(nodes, e);
+}
+END_TEST
+
 static Suite *ondemand_suite(void)
 {
 	Suite *s = suite_create("ondemand");
@@ -438,6 +574,8 @@ static Suite *ondemand_suite(void)
 	tcase_add_test(tc, all_to_all_idle);
 	tcase_add_test(tc, own_addresses);
 	tcase_add_test(tc, peer_absent);
+	tcase_add_test(tc, quiet_link_silent);
+	tcase_add_test(tc, named_recv_watched);
 	suite_add_tcase(s, tc);
 	return s;
 }
