@@ -208,6 +208,9 @@ struct daemon {
 	/* Links with frames, writes, ACKs or rendezvous to finish for the
 	 * passes (link_kick); the others cost a pass nothing. */
 	TAILQ_HEAD(link_ready_list, link) link_ready;
+	/* The links up (connected and past the handshake): only they can
+	 * post, so the check before sleeping walks them, not every peer. */
+	TAILQ_HEAD(link_up_list, link) links_up;
 	/* When the links on demand last looked for one to close for
 	 * [limits] max_links (link_idle.c): an ask a busy peer let lapse is
 	 * made again, to another link if need be. */

@@ -18,6 +18,7 @@ int daemon_init(struct daemon *d)
 	TAILQ_INIT(&d->copies);
 	TAILQ_INIT(&d->active);
 	TAILQ_INIT(&d->link_ready);
+	TAILQ_INIT(&d->links_up);
 	TAILQ_INIT(&d->quota_waiters);
 	return config_defaults(&d->cfg);
 }

@@ -695,12 +695,20 @@ static bool link_can_post(const struct link *l)
 
 bool link_any_can_post(const struct daemon *d)
 {
-	size_t i;
+	const struct link *l;
 
-	for (i = 0; i < d->n_links; i++)
-		if (link_can_post(d->links[i]))
+	TAILQ_FOREACH(l, &d->links_up, up_link)
+		if (link_can_post(l))
 			return true;
 	return false;
+}
+
+void link_up_forget(struct link *l)
+{
+	if (l->on_up_list) {
+		TAILQ_REMOVE(&l->d->links_up, l, up_link);
+		l->on_up_list = false;
+	}
 }
 
 void link_kick(struct link *l)
@@ -913,6 +921,10 @@ static void link_up(struct link *l)
 	 * peer may be configured differently. */
 	l->d->xp->ops->set_rx_limit(l->conn, SL_WIRE_PAYLOAD_MAX);
 	l->state = LINK_UP;
+	if (!l->on_up_list) {
+		TAILQ_INSERT_TAIL(&l->d->links_up, l, up_link);
+		l->on_up_list = true;
+	}
 	l->updown_at = ev_now(l->d->loop);
 	l->timed_out = false;
 	l->dial_warned = false;

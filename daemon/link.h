@@ -402,7 +402,9 @@ unsigned link_flush_all(struct daemon *d, bool force_ack);
 /* Could some link post a frame or a write segment now (control frames,
  * or data within LINK_TX_BUDGET: sends with credits, write segments)?
  * The progress engine must not sleep while this holds: nothing but its
- * own passes would post them (progress.c, try_sleep). */
+ * own passes would post them (progress.c, try_sleep).  Walks the links
+ * up only (only they can post): its cost grows with the connected links,
+ * not with the peers. */
 bool link_any_can_post(const struct daemon *d);
 
 /* Is @node a peer whose link has been down past peer_timeout_ms?  A

@@ -89,6 +89,7 @@ void link_went_down(struct link *l, int err)
 	}
 	l->conn = NULL;
 	l->state = LINK_DOWN;
+	link_up_forget(l);
 	ev_timer_stop(l->d->loop, &l->retry_w);
 	ev_timer_stop(l->d->loop, &l->ack_w);
 	ev_timer_stop(l->d->loop, &l->alive_w);
@@ -408,6 +409,7 @@ static void link_free(struct link *l, int status)
 	l_up(l)->detach(l, l->upper);
 	/* Last: what failed above may have kicked it. */
 	link_ready_forget(l);
+	link_up_forget(l);
 	free(l);
 }
 

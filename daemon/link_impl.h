@@ -54,6 +54,10 @@ struct link {
 	 * (link_kick). */
 	TAILQ_ENTRY(link) ready_link;
 	struct link_ready_list *ready_on;	/* NULL: on neither */
+	/* On daemon->links_up while up (link_up to link_went_down or
+	 * link_free): what may post, for the check before sleeping. */
+	TAILQ_ENTRY(link) up_link;
+	bool on_up_list;
 	uint64_t peer_incarnation;
 	/* The one before it: a restart never comes back to it, two daemons
 	 * of one name take turns (link_diag_two_daemons). */
@@ -181,6 +185,7 @@ void link_hello_fill(const struct link *l, struct sl_wire_frame *wf);
 const struct link_handlers *l_up(const struct link *l);
 void fail_everything(struct link *l, int status, bool tell, bool drop_ctl);
 void link_ready_forget(struct link *l);
+void link_up_forget(struct link *l);
 /* link_connect.c: connect to the peer now; arm the peer timeout (from
  * down_since) unless armed or timed out; schedule the next dial, or an
  * accepter's next nudge while it waits for one. */
