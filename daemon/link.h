@@ -508,8 +508,10 @@ struct link_stats {
 	uint32_t ack_backoff;		/* retransmission timer period, in units of
 					 * [transport] ack_timeout_ms */
 	uint64_t tx_gap_max_ms;		/* ms: longest gap between frames sent while
-					 * up (rounded to the nearest) */
-	uint64_t rx_gap_max_ms;		/* ms: longest gap between frames heard */
+					 * up and waiting on the peer (rounded to
+					 * the nearest) */
+	uint64_t rx_gap_max_ms;		/* ms: longest gap between frames heard,
+					 * likewise */
 	struct link_counters ctr;	/* the link's counters */
 	struct link_rndv_counters rc;	/* the rendezvous' gauges and counters */
 	/* Memory now (sluicectl memory, mem_usage.h). */
