@@ -79,10 +79,14 @@ void link_went_down(struct link *l, int err)
 		l->down_since = ev_now(l->d->loop);
 		l->updown_at = l->down_since;
 		/* Broken for want of acks, or of any frame: silent since the
-		 * last one. */
+		 * last one, or since the wait that judged it began (a quiet
+		 * link hears nothing and misses nothing: its silence before
+		 * the wait counts for no peer timeout). */
 		if (err == -ETIMEDOUT) {
 			ev_tstamp heard = l->heard_at > l->rx_at ? l->heard_at : l->rx_at;
 
+			if (heard < l->waiting_since)
+				heard = l->waiting_since;
 			if (heard < l->down_since)
 				l->down_since = heard;
 		}

@@ -42,6 +42,12 @@
  *                      (SIGSTOP, no connection breaks), the receive
  *                      completes SL_ERR_PEER_DOWN once (it waited
  *                      forever: the link had closed as idle)
+ *   quiet_then_hung    an always-up link quiet for longer than
+ *                      peer_timeout_ms, then the peer stops and a receive
+ *                      names it: the receive fails only after the peer was
+ *                      silent peer_timeout_ms from the wait's start (the
+ *                      quiet time before it counted: it failed with the
+ *                      silence, 2 s after the stop)
  * Waits are bounded by the lack of progress (a state that does not come),
  * never by the total time, so a loaded machine only makes them slower.
  */
@@ -560,6 +566,40 @@ START_TEST(named_recv_watched)
 }
 END_TEST
 
+START_TEST(quiet_then_hung)
+{
+	static const char *const names[] = { "a", "b" };
+	static const char conf[] = "[transport]\nidle_link_ms = 0\npeer_timeout_ms = 3000\n";
+	struct h_daemon nodes[2];
+	struct end e[2];
+	struct sl_cqe cqe;
+	int64_t t0, ms;
+
+	h_cluster_start_conf(nodes, names, 2, conf);
+	end_open(&e[0], &nodes[0], PORT_RX);
+	end_open(&e[1], &nodes[1], PORT_RX);
+	one_message(&e[0], &e[1], 64, 1);
+	/* Quiet for longer than peer_timeout_ms: nothing heard, nothing owed. */
+	wait_silent_for(nodes, 4000);
+	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
+	t0 = h_now_ms();
+	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
+	     0);
+	H_EQ(h_wait_cqe(e[0].q, &cqe, 60000), 1);
+	ms = h_now_ms() - t0;
+	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
+	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_PEER_DOWN, "receive: %s",
+		 sl_strerror(cqe.status));
+	/* Silence judged 1 s or more after the wait began, then 3 s down. */
+	H_ASSERT(ms >= 3000, "failed after %" PRId64 " ms, before peer_timeout_ms 3000 from "
+		 "the wait's start", ms);
+	H_EQ(link_stat(&nodes[0], "b", "peer_timeouts"), 1);
+	printf("quiet_then_hung: after 4 s of quiet, b stopped; the receive naming it failed "
+	       "SL_ERR_PEER_DOWN %" PRId64 " ms later\n", ms);
+	pair_stop(nodes, e);
+}
+END_TEST
+
 static Suite *ondemand_suite(void)
 {
 	Suite *s = suite_create("ondemand");
@@ -576,6 +616,7 @@ static Suite *ondemand_suite(void)
 	tcase_add_test(tc, peer_absent);
 	tcase_add_test(tc, quiet_link_silent);
 	tcase_add_test(tc, named_recv_watched);
+	tcase_add_test(tc, quiet_then_hung);
 	suite_add_tcase(s, tc);
 	return s;
 }
