@@ -1640,8 +1640,12 @@ START_TEST(c04_sq_burst)
 	/* The daemon never posts more than its SQ holds. */
 	H_EQ(enomem, 0);
 	H_EQ(link_stat(&st, "B", "post_enomem"), 0);
-	H_ASSERT(t.ok > 0 && t.restarted + t.noep > 0, "%u OK, %u failed: the kill missed the burst",
-		 t.ok, t.restarted + t.noep);
+	/* The kill hit the burst: sends waited in A's backlog while B was
+	 * down (asserted above).  How many had been handed to the transport
+	 * unacknowledged at that instant, and so fail PEER_RESTARTED, is
+	 * the scheduler's: 0 happened on a loaded machine (5,500 OK, each
+	 * received once, 512 in the backlog at the kill). */
+	H_ASSERT(t.ok > 0, "%u OK, %u failed", t.ok, t.restarted + t.noep);
 	kr_finish(&r, "c04_sq_burst", &f_plan, &t);
 	shared_free(sh, sizeof(*sh));
 }
