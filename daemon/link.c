@@ -282,7 +282,7 @@ void link_hello_fill(const struct link *l, struct sl_wire_frame *wf)
 	wf->u.hello.incarnation = l->d->incarnation;
 	wf->u.hello.last_rx_seq = l->rx_seq;
 	wf->u.hello.credits = l->d->cfg.eager_credits;
-	wf->u.hello.peer_incarnation = l->peer_incarnation;
+	wf->u.hello.peer_incarnation = l->hello_forget ? 0 : l->peer_incarnation;
 }
 
 static int post_hello(struct link *l)
@@ -824,7 +824,19 @@ static uint32_t sends_posted(const struct link *l, uint32_t *rx_rndv)
  * ones were posted before any in the backlog.  Both streams start again
  * from seq 1.
  */
+static void stream_restart(struct link *l, uint64_t incarnation, const char *why);
+
 static void link_peer_restarted(struct link *l, uint64_t incarnation)
+{
+	stream_restart(l, incarnation, "peer restarted");
+}
+
+/*
+ * The stream of this pair of incarnations starts again from seq 1, as
+ * after a restart of the peer (link_peer_restarted): @why, said in the
+ * log with the peer's @incarnation.
+ */
+static void stream_restart(struct link *l, uint64_t incarnation, const char *why)
 {
 	struct link_msg_list keep = TAILQ_HEAD_INITIALIZER(keep);
 	struct link_msg *f, *next;
@@ -848,9 +860,9 @@ static void link_peer_restarted(struct link *l, uint64_t incarnation)
 	failed = sends_posted(l, &receiving);
 	l->ctr.restart_failed += failed;
 	l->ctr.restart_kept += kept;
-	peer_warn(l, "link %s: peer restarted (incarnation %016llx, was %016llx): %u sends that "
-		  "may have reached it fail, %u that cannot have go to the new one; %u rendezvous "
-		  "receiving end", l->peer->name, (unsigned long long)incarnation,
+	peer_warn(l, "link %s: %s (incarnation %016llx, was %016llx): %u sends that "
+		  "may have reached it fail, %u that cannot have go to the new stream; %u "
+		  "rendezvous receiving end", l->peer->name, why, (unsigned long long)incarnation,
 		  (unsigned long long)l->peer_incarnation, failed, kept, receiving);
 	fail_everything(l, SL_ERR_PEER_RESTARTED, false, true);
 	l->tx_seq = l->rx_seq = l->ack_sent = l->ack_rx = 0;
@@ -1099,6 +1111,17 @@ static int process_data(struct link *l, const struct sl_wire_frame *wf, const ui
  * pending for the old one; then our frames it does not have go again.
  * Its last_rx_seq counts our current stream only if it names our own
  * incarnation (else it is from before our start: nothing we have).
+ *
+ * A stream can also be forgotten by one side of the same two
+ * incarnations: a reload that removes a peer and adds it again makes a
+ * new link, with no stream, while the peer kept its own.  The side that
+ * kept it learns so from a HELLO that names none of its incarnations
+ * (sent only by a link that never heard from us) or says fewer of our
+ * frames arrived than it acknowledged; it starts the stream again, as
+ * after a restart.  The side that forgot learns so from a HELLO saying
+ * more of its frames arrived than it sent: it takes none as arrived and
+ * names none of the peer's incarnations in its own HELLOs, so that the
+ * peer starts again too (hello_forget).
  */
 static int hello_learn(struct link *l, const struct sl_wire_frame *wf)
 {
@@ -1109,12 +1132,28 @@ static int hello_learn(struct link *l, const struct sl_wire_frame *wf)
 			link_diag_two_daemons(l, wf->u.hello.incarnation);
 		l->peer_incarnation_prev = l->peer_incarnation;
 		link_peer_restarted(l, wf->u.hello.incarnation);
+	} else if (l->peer_incarnation && !wf->u.hello.peer_incarnation &&
+		   (l->tx_seq || l->rx_seq)) {
+		stream_restart(l, wf->u.hello.incarnation, "the peer lost our stream (its "
+			       "configuration dropped this node and added it again)");
 	}
 	l->peer_incarnation = wf->u.hello.incarnation;
 	l->peer_eager_max = wf->u.hello.eager_max;
 	l->peer_credits = wf->u.hello.credits;
 	if (wf->u.hello.peer_incarnation == l->d->incarnation)
 		peer_rx = wf->u.hello.last_rx_seq;
+	if (peer_rx < l->ack_rx) {
+		stream_restart(l, wf->u.hello.incarnation, "the peer lost our stream (it has "
+			       "fewer of our frames than it acknowledged)");
+		peer_rx = 0;
+	} else if (peer_rx > l->tx_seq) {
+		peer_info(l, "link %s: the peer has %llu of our frames, we sent %llu: our stream "
+			  "with it is newer than its (this node dropped it and added it again); "
+			  "both start again", l->peer->name, (unsigned long long)peer_rx,
+			  (unsigned long long)l->tx_seq);
+		l->hello_forget = true;
+		peer_rx = 0;
+	}
 	return link_resume(l, peer_rx);
 }
 
@@ -1203,6 +1242,8 @@ static int up_recv(struct xport *x, struct xport_conn *c, void *ctx,
 	}
 	if (l->state != LINK_UP)
 		return -EPROTO;
+	/* A frame after its HELLO: the peer read ours, and started again. */
+	l->hello_forget = false;
 	/* Checked before the frame acts: a frame refused after acting
 	 * (process_ack below) would leave what it changed behind. */
 	if (wf->ack > l->tx_seq) {

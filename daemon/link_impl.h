@@ -62,6 +62,11 @@ struct link {
 	/* The one before it: a restart never comes back to it, two daemons
 	 * of one name take turns (link_diag_two_daemons). */
 	uint64_t peer_incarnation_prev;
+	/* This link is newer than the stream its peer kept with us (a
+	 * reload removed the peer and added it again): our HELLOs name no
+	 * incarnation of the peer's, so that it starts a new stream too,
+	 * until a frame of that new stream arrives (link.c, hello_learn). */
+	bool hello_forget;
 	uint32_t peer_eager_max;
 	uint32_t peer_credits;		/* its HELLO: our data frames it lets be unacked */
 	/* Sequence state of this pair of incarnations (kept across

@@ -15,6 +15,15 @@
  *                            unchanged) and a receive pending on them
  *   reload_readdresses       a peer restarted at another port: a reload
  *                            moves its link, which keeps what is posted
+ *   readd_on_one_side        a peer removed and added again by two
+ *                            reloads of one side only (the dialer, then
+ *                            the accepter), after messages both ways:
+ *                            the link's new stream starts from nothing
+ *                            while the other side kept the old one; the
+ *                            other side takes it as a restart of the
+ *                            stream (peer_restarts 1) and messages flow
+ *                            both ways again (the other side refused
+ *                            every HELLO as a protocol error, for good)
  *   start_many_peers         a peers file of START_PEERS lines on
  *                            addresses nobody listens on, links on demand
  *                            and all dialled at start: the start, its
@@ -306,6 +315,72 @@ START_TEST(reload_readdresses)
 }
 END_TEST
 
+START_TEST(readd_on_one_side)
+{
+	struct h_daemon d[2];
+	struct sl_ctx *c[2];
+	struct sl_queue *q[2];
+	char path[2][64], conf[2][256], both[128], alone[2][64];
+	uint16_t port[2] = { h_free_port(), h_free_port() };
+	static const char *const names[] = { "ma", "mb" };
+	struct h_stats *st = malloc(sizeof(*st));
+	unsigned x, i, seq = 1;
+
+	H_ASSERT(st, "malloc");
+	/* ma's node id is the lower: it dials (the roles are checked). */
+	H_ASSERT(sl_node_id("ma") < sl_node_id("mb"), "ma does not dial mb");
+	snprintf(both, sizeof(both), "ma 127.0.0.1:%u\nmb 127.0.0.1:%u\n", port[0], port[1]);
+	for (i = 0; i < 2; i++) {
+		snprintf(path[i], sizeof(path[i]), "/tmp/sluice-readd-%d-%u.peers", (int)getpid(), i);
+		snprintf(alone[i], sizeof(alone[i]), "%s 127.0.0.1:%u\n", names[i], port[i]);
+		write_text(path[i], both);
+		conf_for(conf[i], sizeof(conf[i]), path[i], CONF_TAIL);
+		h_daemon_start_conf(&d[i], names[i], port[i], NULL, 0, conf[i]);
+	}
+	h_wait_link(&d[0], &d[1]);
+	h_wait_link(&d[1], &d[0]);
+	for (i = 0; i < 2; i++)
+		open_queue(&d[i], &c[i], &q[i]);
+	/* x: the side whose reloads remove the other and add it back (the
+	 * dialer, then the accepter). */
+	for (x = 0; x < 2; x++) {
+		unsigned y = 1 - x;
+		char key[64];
+
+		/* Streams both ways, acknowledged. */
+		ping(q[x], q[y], 20 + x, seq++);
+		ping(q[y], q[x], 30 + x, seq++);
+		write_text(path[x], alone[x]);
+		daemon_reload(&d[x], WAIT_MS);
+		write_text(path[x], both);
+		daemon_reload(&d[x], WAIT_MS);
+		/* The new link's stream starts from nothing; the other side's
+		 * kept its old one: both ways work again. */
+		ping(q[x], q[y], 40 + x, seq++);
+		ping(q[y], q[x], 50 + x, seq++);
+		h_daemon_stats(&d[y], st);
+		snprintf(key, sizeof(key), "link.%s.peer_restarts", names[x]);
+		printf("readd_on_one_side: %s (the %s) removed and added %s again: %s counted "
+		       "%llu stream restart, %llu connects\n", names[x],
+		       x == 0 ? "dialer" : "accepter", names[y], names[y],
+		       (unsigned long long)h_stats_u64(st, key),
+		       (unsigned long long)link_stat(st, names[x], "connects"));
+		H_EQ(h_stats_u64(st, key), 1);
+		/* How each learned it: y from x's HELLO naming none of its
+		 * incarnations; x, when it accepts, from y's HELLO counting
+		 * more of x's frames than x's new link sent. */
+		H_EQ(tu_log_lines(&d[y], "the peer lost our stream (its configuration"), 1);
+		H_EQ(tu_log_lines(&d[x], "our stream with it is newer"), x == 1);
+	}
+	for (i = 0; i < 2; i++) {
+		sl_close(c[i]);
+		h_daemon_stop(&d[i]);
+		H_EQ(unlink(path[i]), 0);
+	}
+	free(st);
+}
+END_TEST
+
 /* The peers file of start_many_peers: START_PEERS lines, this node's
  * among them, on 127.0.x.y:1 (port 1: nobody listens). */
 static char *many_peers_file(const char *self, unsigned self_at)
@@ -421,6 +496,7 @@ int main(void)
 	tc = h_tcase(s, "reload", 60);
 	tcase_add_test(tc, reload_adds_and_removes);
 	tcase_add_test(tc, reload_readdresses);
+	tcase_add_test(tc, readd_on_one_side);
 	tc = h_tcase(s, "scale", 60);
 	tcase_add_test(tc, start_many_peers);
 	return h_run_suite(s);
