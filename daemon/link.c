@@ -815,26 +815,16 @@ static uint32_t sends_posted(const struct link *l, uint32_t *rx_rndv)
 }
 
 /*
- * The peer came back as a new incarnation: nothing of the old one will
- * ever answer.  What may have reached it fails SL_ERR_PEER_RESTARTED, each
- * once: sends whose frame the transport handed on (maybe_reached), every
- * rendezvous past its RTS, and the rendezvous it was sending us.  Sends
- * that cannot have reached it (never posted, or their WR completed
- * XPORT_WR_UNSENT) go to the new incarnation, in their order: unacked
- * ones were posted before any in the backlog.  Both streams start again
- * from seq 1.
- */
-static void stream_restart(struct link *l, uint64_t incarnation, const char *why);
-
-static void link_peer_restarted(struct link *l, uint64_t incarnation)
-{
-	stream_restart(l, incarnation, "peer restarted");
-}
-
-/*
- * The stream of this pair of incarnations starts again from seq 1, as
- * after a restart of the peer (link_peer_restarted): @why, said in the
- * log with the peer's @incarnation.
+ * The stream with the peer starts again (@why, logged with the peer's
+ * @incarnation): nothing of the old one will ever answer.  What may have
+ * reached it fails SL_ERR_PEER_RESTARTED, each once: sends whose frame the
+ * transport handed on (maybe_reached), every rendezvous past its RTS, and
+ * the rendezvous it was sending us.  Sends that cannot have reached it
+ * (never posted, or their WR completed XPORT_WR_UNSENT) go to the new
+ * stream, in their order: unacked ones were posted before any in the
+ * backlog.  Both streams start again from seq 1.  For a peer that came
+ * back as a new incarnation (link_peer_restarted), and for one that lost
+ * our stream (hello_learn).
  */
 static void stream_restart(struct link *l, uint64_t incarnation, const char *why)
 {
@@ -872,6 +862,11 @@ static void stream_restart(struct link *l, uint64_t incarnation, const char *why
 		TAILQ_INSERT_TAIL(&l->backlog, f, link);
 		l->n_backlog++;
 	}
+}
+
+static void link_peer_restarted(struct link *l, uint64_t incarnation)
+{
+	stream_restart(l, incarnation, "peer restarted");
 }
 
 /*
