@@ -478,6 +478,35 @@ static void wait_frames_tx(const struct h_daemon *d, const char *peer, uint64_t 
 	}
 }
 
+#define CTX_NAMED 9
+
+/* A receive on @e naming @peer's node (any port, tag 5, 64 B), CTX_NAMED. */
+static void post_named_recv(struct end *e, const struct h_daemon *peer)
+{
+	H_EQ(sl_recv(e->q, (sl_addr_t){ peer->node, SL_PORT_ANY }, 5, ~0ull, e->buf, 64,
+		     CTX_NAMED), 0);
+}
+
+/* @peer hangs (SIGSTOP; @post: then the receive naming it is posted) until
+ * the receive CTX_NAMED on @e completes, which must be SL_ERR_PEER_DOWN;
+ * returns the milliseconds from the stop to it. */
+static int64_t hang_until_recv_fails(struct end *e, const struct h_daemon *peer, bool post)
+{
+	struct sl_cqe cqe;
+	int64_t t0, ms;
+
+	H_EQ(kill(peer->pid, SIGSTOP), 0);
+	t0 = h_now_ms();
+	if (post)
+		post_named_recv(e, peer);
+	H_EQ(h_wait_cqe(e->q, &cqe, 60000), 1);
+	ms = h_now_ms() - t0;
+	H_EQ(kill(peer->pid, SIGCONT), 0);
+	H_ASSERT(cqe.user_ctx == CTX_NAMED && cqe.status == SL_ERR_PEER_DOWN, "receive: %s",
+		 sl_strerror(cqe.status));
+	return ms;
+}
+
 START_TEST(quiet_link_silent)
 {
 	static const char *const names[] = { "a", "b" };
@@ -497,16 +526,15 @@ START_TEST(quiet_link_silent)
 	/* A receive on a naming b: a asks, b answers, every 0.25 s or so. */
 	a_tx = link_stat(&nodes[0], "b", "frames_tx");
 	b_tx = link_stat(&nodes[1], "a", "frames_tx");
-	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
-	     0);
+	post_named_recv(&e[0], &nodes[1]);
 	wait_frames_tx(&nodes[0], "b", a_tx, 4);
 	wait_frames_tx(&nodes[1], "a", b_tx, 4);
 	H_EQ(link_stat(&nodes[0], "b", "silences"), 0);
 	H_EQ(link_stat(&nodes[1], "a", "silences"), 0);
 	/* Cancelled, nothing waits again. */
-	H_EQ(sl_cancel(e[0].q, 9), 0);
+	H_EQ(sl_cancel(e[0].q, CTX_NAMED), 0);
 	H_EQ(h_wait_cqe(e[0].q, &cqe, 30000), 1);
-	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_CANCELED, "receive: %s",
+	H_ASSERT(cqe.user_ctx == CTX_NAMED && cqe.status == SL_ERR_CANCELED, "receive: %s",
 		 sl_strerror(cqe.status));
 	H_EQ(h_wait_cqe(e[0].q, &cqe, 30000), 1);
 	H_ASSERT(cqe.opcode == SL_OP_CANCEL && cqe.status == SL_OK, "cancel: %s",
@@ -528,7 +556,7 @@ START_TEST(named_recv_watched)
 	struct end e[2];
 	struct sl_cqe cqe;
 	uint64_t a_tx;
-	int64_t t0, ms;
+	int64_t ms;
 
 	pair_start(nodes, e);
 	one_message(&e[0], &e[1], 64, 1);
@@ -536,8 +564,7 @@ START_TEST(named_recv_watched)
 	/* The receive wakes the link and holds it: three idle periods and
 	 * it is still up, its keepalives going. */
 	a_tx = link_stat(&nodes[0], "b", "frames_tx");
-	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
-	     0);
+	post_named_recv(&e[0], &nodes[1]);
 	wait_link_state(&nodes[0], "b", "up");
 	h_sleep_ms(3 * IDLE_MS);
 	wait_frames_tx(&nodes[0], "b", a_tx, 4);
@@ -545,13 +572,7 @@ START_TEST(named_recv_watched)
 	H_EQ(link_stat(&nodes[0], "b", "idle_closes"), 1);	/* the first one only */
 	/* b hangs: a hears nothing, gives the connection up, and after
 	 * peer_timeout_ms (3000) the receive fails, once. */
-	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
-	t0 = h_now_ms();
-	H_EQ(h_wait_cqe(e[0].q, &cqe, 60000), 1);
-	ms = h_now_ms() - t0;
-	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
-	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_PEER_DOWN, "receive: %s",
-		 sl_strerror(cqe.status));
+	ms = hang_until_recv_fails(&e[0], &nodes[1], false);
 	/* peer_timeout_ms counts from the last frame heard, a ping's answer
 	 * at most about two keepalive periods before the stop (1 s allowed
 	 * for a loaded machine). */
@@ -572,8 +593,7 @@ START_TEST(quiet_then_hung)
 	static const char conf[] = "[transport]\nidle_link_ms = 0\npeer_timeout_ms = 3000\n";
 	struct h_daemon nodes[2];
 	struct end e[2];
-	struct sl_cqe cqe;
-	int64_t t0, ms;
+	int64_t ms;
 
 	h_cluster_start_conf(nodes, names, 2, conf);
 	end_open(&e[0], &nodes[0], PORT_RX);
@@ -581,15 +601,7 @@ START_TEST(quiet_then_hung)
 	one_message(&e[0], &e[1], 64, 1);
 	/* Quiet for longer than peer_timeout_ms: nothing heard, nothing owed. */
 	wait_silent_for(nodes, 4000);
-	H_EQ(kill(nodes[1].pid, SIGSTOP), 0);
-	t0 = h_now_ms();
-	H_EQ(sl_recv(e[0].q, (sl_addr_t){ nodes[1].node, SL_PORT_ANY }, 5, ~0ull, e[0].buf, 64, 9),
-	     0);
-	H_EQ(h_wait_cqe(e[0].q, &cqe, 60000), 1);
-	ms = h_now_ms() - t0;
-	H_EQ(kill(nodes[1].pid, SIGCONT), 0);
-	H_ASSERT(cqe.user_ctx == 9 && cqe.status == SL_ERR_PEER_DOWN, "receive: %s",
-		 sl_strerror(cqe.status));
+	ms = hang_until_recv_fails(&e[0], &nodes[1], true);
 	/* Silence judged 1 s or more after the wait began, then 3 s down. */
 	H_ASSERT(ms >= 3000, "failed after %" PRId64 " ms, before peer_timeout_ms 3000 from "
 		 "the wait's start", ms);
