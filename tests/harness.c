@@ -805,7 +805,8 @@ long h_proc_cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
-long h_proc_runq_wait_ms(pid_t pid)
+/* Nanoseconds the main thread of @pid waited for a core, or -errno. */
+static int64_t runq_wait_ns(pid_t pid)
 {
 	char buf[128];
 	unsigned long long run_ns, wait_ns;
@@ -814,10 +815,32 @@ long h_proc_runq_wait_ms(pid_t pid)
 	ssize_t n = read_proc(pid, "schedstat", buf, sizeof(buf));
 
 	if (n < 0)
-		return (long)n;
+		return (int64_t)n;
 	if (sscanf(buf, "%llu %llu", &run_ns, &wait_ns) != 2)
 		return -EPROTO;
-	return (long)(wait_ns / 1000000);
+	return (int64_t)wait_ns;
+}
+
+long h_proc_runq_wait_ms(pid_t pid)
+{
+	int64_t ns = runq_wait_ns(pid);
+
+	return ns < 0 ? (long)ns : (long)(ns / 1000000);
+}
+
+int64_t h_procs_runq_wait_us(const pid_t *pids, unsigned n)
+{
+	int64_t sum = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		int64_t ns = runq_wait_ns(pids[i]);
+
+		if (ns < 0)
+			return ns;
+		sum += ns / 1000;
+	}
+	return sum;
 }
 
 void h_daemon_settle(const struct h_daemon *d, int *fds, int *maps)

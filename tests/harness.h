@@ -255,6 +255,12 @@ long h_proc_cpu_ticks(pid_t pid);	/* utime + stime, clock ticks */
  * started (ready to run, not running: /proc/PID/schedstat), or -errno:
  * what a loaded machine added to its wall-clock times. */
 long h_proc_runq_wait_ms(pid_t pid);
+/* What the @n processes @pids waited for a core since they started,
+ * summed (microseconds), or the -errno of the first that cannot be read.
+ * A process asleep, waiting for an event, adds nothing: what a loaded
+ * machine can excuse in a wall-clock time (test_loop_bound, the gaps of
+ * struct progress), never a daemon that holds its loop with work. */
+int64_t h_procs_runq_wait_us(const pid_t *pids, unsigned n);
 
 /* Poll until the fd and memfd-mapping counts of @d read the same value
  * five times 20 ms apart (bounded); fatal if they never settle. */

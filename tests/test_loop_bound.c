@@ -178,17 +178,14 @@ static void __attribute__((noreturn)) ponger(const struct h_daemon *d, uint32_t 
  * count, so a daemon holding its loop with work is never excused. */
 static int64_t carriers_waited_ms(const pid_t *pids)
 {
-	int64_t sum = 0;
-	unsigned i;
+	unsigned n = 0;
+	int64_t us;
 
-	for (i = 0; i < CARRIERS_MAX && pids[i] > 0; i++) {
-		long w = h_proc_runq_wait_ms(pids[i]);
-
-		CL_REQUIRE(w >= 0, CL_E_SETUP, "schedstat of %d: %s", (int)pids[i],
-			   strerror((int)-w));
-		sum += w;
-	}
-	return sum;
+	while (n < CARRIERS_MAX && pids[n] > 0)
+		n++;
+	us = h_procs_runq_wait_us(pids, n);
+	CL_REQUIRE(us >= 0, CL_E_SETUP, "schedstat of the carriers: %s", strerror((int)-us));
+	return us / 1000;
 }
 
 /* Ping until sh->stop; record the round trips, the slowest, and the most

@@ -11,9 +11,13 @@
  *                            come back under its own pid
  *   progress_counts_gaps     the no-progress bound and the gap count of
  *                            struct progress
+ *   gaps_judged_held         with carriers, a gap its carriers spent
+ *                            waiting for a core is excused; one they
+ *                            spent asleep is counted
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +121,77 @@ START_TEST(progress_counts_gaps)
 }
 END_TEST
 
+#define SPINNERS 3
+
+/* @n children on one core: busy (each waits for it most of the time) or
+ * asleep (never waiting). */
+static void start_carriers(pid_t *pids, unsigned n, bool busy)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		pids[i] = h_fork();
+		if (pids[i] == 0) {
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			CPU_SET(0, &one);
+			if (sched_setaffinity(0, sizeof(one), &one) != 0)
+				_exit(1);
+			for (;;)
+				if (!busy)
+					pause();
+		}
+	}
+}
+
+static void stop_carriers(const pid_t *pids, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		int st;
+
+		H_EQ(kill(pids[i], SIGKILL), 0);
+		H_EQ(waitpid(pids[i], &st, 0), pids[i]);
+		H_ASSERT(WIFSIGNALED(st), "carrier %u: %s", i, wait_status_str(st));
+	}
+}
+
+START_TEST(gaps_judged_held)
+{
+	pid_t pids[SPINNERS];
+	struct progress p;
+
+	/* Three busy processes sharing one core wait for it about two
+	 * thirds of the time each: together longer than the gap lasts. */
+	start_carriers(pids, SPINNERS, true);
+	progress_start(&p, 0, 300);
+	progress_carriers(&p, pids, SPINNERS);
+	h_sleep_ms(400);
+	H_EQ(progress_note(&p, 1), 0);
+	stop_carriers(pids, SPINNERS);
+	printf("gaps_judged_held: a 400 ms gap of busy carriers: %u counted, %lld ms excused, "
+	       "longest held %lld ms\n", p.gaps, (long long)p.excused_ms, (long long)p.longest);
+	H_EQ(p.gaps, 0);
+	H_ASSERT(p.excused_ms >= 100, "only %lld ms excused", (long long)p.excused_ms);
+	H_ASSERT(p.longest < 300, "held %lld ms", (long long)p.longest);
+
+	/* Asleep, they wait for nothing: the gap is the work's. */
+	start_carriers(pids, SPINNERS, false);
+	progress_start(&p, 0, 300);
+	progress_carriers(&p, pids, SPINNERS);
+	h_sleep_ms(400);
+	H_EQ(progress_note(&p, 1), 0);
+	stop_carriers(pids, SPINNERS);
+	printf("gaps_judged_held: a 400 ms gap of sleeping carriers: %u counted, %lld ms "
+	       "excused, longest held %lld ms\n", p.gaps, (long long)p.excused_ms,
+	       (long long)p.longest);
+	H_EQ(p.gaps, 1);
+	H_ASSERT(p.longest >= 390, "held %lld ms", (long long)p.longest);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("testutil");
@@ -125,5 +200,6 @@ int main(void)
 	tcase_add_test(h_tcase(s, "reap_names_the_reason", 60), reap_names_the_reason);
 	tcase_add_test(h_tcase(s, "words_of_many_clients", 60), words_of_many_clients);
 	tcase_add_test(h_tcase(s, "progress_counts_gaps", 60), progress_counts_gaps);
+	tcase_add_test(h_tcase(s, "gaps_judged_held", 60), gaps_judged_held);
 	return h_run_suite(s);
 }

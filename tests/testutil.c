@@ -416,17 +416,53 @@ void progress_start(struct progress *p, uint64_t count, int gap_ms)
 	*p = (struct progress){ .count = count, .at = h_now_ms(), .gap_ms = gap_ms };
 }
 
+/* The carriers' wait now, as the base of the gap that may follow;
+ * false if schedstat cannot be read (then gaps are judged by wall time). */
+static bool progress_rebase(struct progress *p, int64_t now)
+{
+	int64_t us = h_procs_runq_wait_us(p->carriers, p->n_carriers);
+
+	if (us < 0) {
+		p->carriers = NULL;
+		return false;
+	}
+	p->base_waited_us = us;
+	p->base_at = now;
+	return true;
+}
+
+void progress_carriers(struct progress *p, const pid_t *pids, unsigned n)
+{
+	p->carriers = pids;
+	p->n_carriers = n;
+	progress_rebase(p, h_now_ms());
+}
+
 int64_t progress_note(struct progress *p, uint64_t count)
 {
-	int64_t now = h_now_ms(), gap = now - p->at;
+	int64_t now = h_now_ms(), gap = now - p->at, held = gap;
 
 	if (count == p->count)
 		return gap;
 	p->count = count;
 	p->at = now;
-	if (gap > p->longest)
-		p->longest = gap;
-	if (p->gap_ms > 0 && gap >= p->gap_ms)
+	if (p->carriers && p->gap_ms > 0 && gap >= p->gap_ms) {
+		int64_t base = p->base_waited_us;
+
+		if (progress_rebase(p, now)) {
+			int64_t waited = (p->base_waited_us - base) / 1000;
+
+			if (waited > gap)
+				waited = gap;
+			held = gap - waited;
+			p->excused_ms += waited;
+		}
+	} else if (p->carriers && now - p->base_at >= PROGRESS_BASE_MS) {
+		progress_rebase(p, now);
+	}
+	if (held > p->longest)
+		p->longest = held;
+	if (p->gap_ms > 0 && held >= p->gap_ms)
 		p->gaps++;
 	return 0;
 }
@@ -434,6 +470,8 @@ int64_t progress_note(struct progress *p, uint64_t count)
 void progress_excuse(struct progress *p)
 {
 	p->at = h_now_ms();
+	if (p->carriers && p->at - p->base_at >= PROGRESS_BASE_MS)
+		progress_rebase(p, p->at);
 }
 
 /* ---- completions ---- */

@@ -278,18 +278,32 @@ void fail_clients(const pid_t *pids, const char *const *names, unsigned n, const
  * it last changed (0 when it just did).
  * progress_excuse - the gap running now is on purpose (a peer told to
  * stop): restart its clock without counting it.
+ * progress_carriers - judge gaps by how long they were held: a gap counts
+ * only if, less what the @n processes @pids (the caller, its peers, the
+ * daemons between them; kept by reference) waited for a core during it,
+ * it still reaches gap_ms.  A loaded machine delays everyone, a crawl
+ * holds the work while its processes sleep or run.  Their schedstat is
+ * read at most every PROGRESS_BASE_MS while work flows, so up to that
+ * much waiting just before a gap may be excused with it.
  */
+#define PROGRESS_BASE_MS 5
 struct progress {
 	uint64_t count;		/* the last value noted */
 	int64_t at;		/* h_now_ms() when it last changed */
 	int gap_ms;
 	unsigned gaps;		/* changes that came after a gap >= gap_ms */
-	int64_t longest;	/* the longest gap that ended, ms */
+	int64_t longest;	/* the longest gap that ended, ms (held, with carriers) */
+	const pid_t *carriers;	/* progress_carriers(), or NULL */
+	unsigned n_carriers;
+	int64_t base_at;	/* h_now_ms() when base_waited_us was read */
+	int64_t base_waited_us;	/* the carriers' summed wait for a core then */
+	int64_t excused_ms;	/* waiting taken off the gaps that ended */
 };
 
 void progress_start(struct progress *p, uint64_t count, int gap_ms);
 int64_t progress_note(struct progress *p, uint64_t count);
 void progress_excuse(struct progress *p);
+void progress_carriers(struct progress *p, const pid_t *pids, unsigned n);
 
 /* ---- completions ---- */
 
