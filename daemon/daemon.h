@@ -22,6 +22,7 @@
 #include "config.h"
 #include "loop_watch.h"
 #include "mem_return.h"
+#include "sl_spin.h"
 #include "uid_quota.h"
 #include "xport/xport.h"
 
@@ -189,6 +190,13 @@ struct daemon {
 	unsigned starved;		/* checks in a row without it */
 	ev_tstamp last_work;		/* ev_now() of the last pass with work */
 	double spin_s;			/* busy-poll window, seconds */
+	/* The window learnt from the waits (sl_spin.h), unless --spin-us
+	 * fixed it: the waits are the stretches of passes without work,
+	 * from the last pass with work (worked_at) to the next. */
+	struct sl_spin spin;
+	bool spin_fixed;
+	bool idle_passes;		/* a pass found nothing since worked_at */
+	ev_tstamp worked_at;
 	struct loop_watch loop_w;	/* last poll, longest iteration, stalls */
 
 	struct xport *xp;
@@ -255,9 +263,12 @@ int rcache_status(int err, bool receiver);
 void daemon_stats_init(struct daemon *d);
 int daemon_stats_write(struct daemon *d);
 
-/* The progress engine's spin window before it blocks, microseconds
- * (sluiced --spin-us). */
+/* The progress engine's spin window before it blocks, microseconds: where
+ * it starts and its bounds as it learns (progress.c), or what sluiced
+ * --spin-us fixes. */
 #define DAEMON_SPIN_US_DEFAULT 50
+#define DAEMON_SPIN_US_MIN 50
+#define DAEMON_SPIN_US_MAX 200
 
 /*
  * daemon_init - @d (zeroed) set up empty: no fds, empty lists, the default

@@ -11,6 +11,8 @@ int daemon_init(struct daemon *d)
 	d->ctl_fd = -1;
 	d->lock_fd = -1;
 	d->spin_s = DAEMON_SPIN_US_DEFAULT / 1e6;
+	sl_spin_init(&d->spin, DAEMON_SPIN_US_DEFAULT * 1000, DAEMON_SPIN_US_MIN * 1000,
+		     DAEMON_SPIN_US_MAX * 1000);
 	TAILQ_INIT(&d->sessions);
 	LIST_INIT(&d->uids);
 	TAILQ_INIT(&d->queues);

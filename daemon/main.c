@@ -161,6 +161,7 @@ static int apply_options(struct daemon *d, struct config *c)
 				return -EINVAL;
 			}
 			d->spin_s = (double)spin / 1e6;
+			d->spin_fixed = true;
 		}
 	}
 	if (optind < d->argc) {

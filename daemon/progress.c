@@ -126,6 +126,22 @@ static bool try_sleep(struct daemon *d)
 	return true;
 }
 
+/* After passes that did @work at @now: the spin window learns how long
+ * the engine waited for work (sl_spin.h), each stretch of empty passes
+ * once, the sleeps in epoll included. */
+static void spin_note(struct daemon *d, unsigned work, ev_tstamp now)
+{
+	if (!work) {
+		d->idle_passes = true;
+		return;
+	}
+	if (d->idle_passes && !d->spin_fixed)
+		d->spin_s = (double)sl_spin_learn(&d->spin,
+						  (int64_t)((now - d->worked_at) * 1e9)) / 1e9;
+	d->idle_passes = false;
+	d->worked_at = now;
+}
+
 /* Up to PASSES_PER_IDLE passes; returns the units of work done. */
 static unsigned run_passes(struct daemon *d)
 {
@@ -157,6 +173,7 @@ static void progress_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	d->idle_ran = true;
 	work = run_passes(d);
 	now = ev_time();
+	spin_note(d, work, now);
 	if (work) {
 		d->last_work = now;
 		return;
@@ -189,6 +206,7 @@ static void progress_cb(struct ev_loop *loop, ev_idle *w, int revents)
 static void starvation_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
 	struct daemon *d = w->data;
+	unsigned work;
 
 	(void)loop;
 	(void)revents;
@@ -204,7 +222,9 @@ static void starvation_cb(struct ev_loop *loop, ev_check *w, int revents)
 	}
 	d->starved = 0;
 	d->ctr.guard_passes++;
-	if (run_passes(d))
+	work = run_passes(d);
+	spin_note(d, work, ev_time());
+	if (work)
 		d->last_work = ev_time();
 	else
 		sched_yield();	/* as in progress_cb: the clients need the core */

@@ -624,12 +624,15 @@ int sl_poll(struct sl_queue *q, struct sl_cqe *cqes, unsigned max);
  * sl_wait - wait until at least one completion is ready.
  * @timeout_ms: milliseconds; 0 checks once, -1 waits forever.
  *
- * Polls for up to 20 µs (yielding the CPU between polls, so that the daemon
+ * Polls for a window (yielding the CPU between polls, so that the daemon
  * and the peer make progress on a loaded machine) before sleeping on the
  * queue's eventfd, following io_uring's need-wakeup protocol: the daemon
  * writes the eventfd only when this side announced it is going to sleep.
- * $SLUICE_WAIT_SPIN_US (0..1000000, read once per process) changes the
- * polling window; 0 sleeps at once.
+ * The window is learnt per queue from how long its recent waits took:
+ * twice their running mean, 20 to 200 µs; a wait longer than 200 µs
+ * halves it (an idle peer soon costs 20 µs of polling per wait).
+ * $SLUICE_WAIT_SPIN_US (0..1000000, read once per process) fixes the
+ * window instead; 0 sleeps at once.
  * Returns the number of completions ready (> 0), 0 on timeout, -EINTR when
  * a signal arrived, -ECONNRESET when the daemon went away (completions it
  * wrote before going, such as SL_ERR_CANCELED at shutdown, are returned

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "sl_ring.h"
 #include "sl_shm.h"
+#include "sl_spin.h"
 #include "sluice.h"
 
 #define SL_EXPORT __attribute__((visibility("default")))
@@ -42,6 +43,7 @@ struct sl_queue {
 	int cq_efd;		/* the daemon writes to wake us */
 	struct arena arena;
 	int64_t gone_checked_ns;	/* last daemon_gone() poll */
+	struct sl_spin spin;	/* sl_wait()'s window (queue.c) */
 };
 
 /*

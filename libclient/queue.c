@@ -15,10 +15,12 @@
 
 #include "client.h"
 
-/* Poll this long in sl_wait() before sleeping: a wake-up costs ~5 µs on
- * this kind of machine, so a short spin wins for request/response traffic
- * and costs little otherwise. */
-#define WAIT_SPIN_NS 20000
+/* sl_wait() polls before it sleeps, for a window learnt per queue from
+ * how long its waits took (sl_spin.h).  The bounds: a wake-up costs 5-30
+ * µs here, and a 200 µs window is the most a wait can burn for nothing. */
+#define WAIT_SPIN_START_NS 20000
+#define WAIT_SPIN_MIN_NS 20000
+#define WAIT_SPIN_MAX_NS 200000
 
 static void unmap_queue(struct sl_queue *q)
 {
@@ -335,44 +337,67 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The spin window of sl_wait(), nanoseconds: $SLUICE_WAIT_SPIN_US or the
- * default, read once. */
-static int64_t wait_spin_ns(void)
+/* A fixed window from $SLUICE_WAIT_SPIN_US, nanoseconds, read once; -1
+ * when it is not set (the window adapts). */
+static int64_t wait_spin_fixed_ns(void)
 {
-	static _Atomic int64_t cached = -1;
+	static _Atomic int64_t cached = -2;
 	int64_t ns = atomic_load_explicit(&cached, memory_order_relaxed);
 
-	if (ns < 0) {
+	if (ns == -2) {
 		const char *e = getenv("SLUICE_WAIT_SPIN_US");
 		char *end;
 		long us = e ? strtol(e, &end, 10) : -1;
 
-		ns = (e && *e && !*end && us >= 0 && us <= 1000000) ? us * 1000 : WAIT_SPIN_NS;
+		ns = (e && *e && !*end && us >= 0 && us <= 1000000) ? us * 1000 : -1;
 		atomic_store_explicit(&cached, ns, memory_order_relaxed);
 	}
 	return ns;
 }
 
+/* The window for the next wait of @q. */
+static int64_t wait_spin_ns(struct sl_queue *q)
+{
+	int64_t fixed = wait_spin_fixed_ns();
+
+	if (fixed >= 0)
+		return fixed;
+	if (q->spin.window_ns == 0)
+		sl_spin_init(&q->spin, WAIT_SPIN_START_NS, WAIT_SPIN_MIN_NS, WAIT_SPIN_MAX_NS);
+	return q->spin.window_ns;
+}
+
+/* A wait of @q took @took_ns (until a completion, or a timeout). */
+static void wait_spin_learn(struct sl_queue *q, int64_t took_ns)
+{
+	if (q->spin.window_ns)
+		sl_spin_learn(&q->spin, took_ns);
+}
+
 SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 {
-	int64_t avail = sl_ring_cons_avail(&q->cq), start, deadline, spin = wait_spin_ns();
+	int64_t avail = sl_ring_cons_avail(&q->cq), start, deadline, spin;
 
 	if (avail)
 		return avail < 0 ? -EPROTO : (int)avail;
+	if (timeout_ms == 0)
+		return daemon_gone(q) ? -ECONNRESET : 0;
+	spin = wait_spin_ns(q);
 	start = now_ns();
 	if (timeout_ms > 0 && spin > (int64_t)timeout_ms * 1000000)
 		spin = (int64_t)timeout_ms * 1000000;
 	/* Spin by yielding: with the daemon and two clients on two cores,
 	 * plain spinning starves whoever would produce the completion, and
 	 * sleeping costs a wake-up (~5 µs, more in a VM) per message. */
-	while (timeout_ms != 0 && now_ns() - start < spin) {
+	while (now_ns() - start < spin) {
 		sched_yield();
 		avail = sl_ring_cons_avail(&q->cq);
-		if (avail)
+		if (avail) {
+			if (avail > 0)
+				wait_spin_learn(q, now_ns() - start);
 			return avail < 0 ? -EPROTO : (int)avail;
+		}
 	}
-	if (timeout_ms == 0)
-		return daemon_gone(q) ? -ECONNRESET : 0;
 	deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		struct pollfd pfd[2] = {
@@ -382,13 +407,17 @@ SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 		int ms = -1, rc;
 
 		avail = sl_arm(q);
-		if (avail)
+		if (avail) {
+			if (avail > 0)
+				wait_spin_learn(q, now_ns() - start);
 			return (int)avail;
+		}
 		if (deadline >= 0) {
 			int64_t left = deadline - now_ns();
 
 			if (left <= 0) {
 				sl_ring_cons_wake(&q->cq);
+				wait_spin_learn(q, now_ns() - start);
 				return 0;
 			}
 			ms = (int)((left + 999999) / 1000000);
@@ -398,8 +427,11 @@ SL_EXPORT int sl_wait(struct sl_queue *q, int timeout_ms)
 		if (rc < 0)
 			return errno == EINTR ? -EINTR : -errno;
 		avail = sl_ring_cons_avail(&q->cq);
-		if (avail)
+		if (avail) {
+			if (avail > 0)
+				wait_spin_learn(q, now_ns() - start);
 			return avail < 0 ? -EPROTO : (int)avail;
+		}
 		if (pfd[1].revents & (POLLHUP | POLLERR)) {
 			atomic_store_explicit(&q->ctx->dead, true, memory_order_relaxed);
 			return -ECONNRESET;
