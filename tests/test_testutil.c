@@ -158,35 +158,37 @@ static void stop_carriers(const pid_t *pids, unsigned n)
 	}
 }
 
-START_TEST(gaps_judged_held)
+/* A 400 ms gap (gap_ms 300) with SPINNERS carriers on one core, busy or
+ * asleep: the progress after it. */
+static struct progress gap_with_carriers(bool busy)
 {
 	pid_t pids[SPINNERS];
 	struct progress p;
 
-	/* Three busy processes sharing one core wait for it about two
-	 * thirds of the time each: together longer than the gap lasts. */
-	start_carriers(pids, SPINNERS, true);
+	start_carriers(pids, SPINNERS, busy);
 	progress_start(&p, 0, 300);
 	progress_carriers(&p, pids, SPINNERS);
 	h_sleep_ms(400);
 	H_EQ(progress_note(&p, 1), 0);
 	stop_carriers(pids, SPINNERS);
-	printf("gaps_judged_held: a 400 ms gap of busy carriers: %u counted, %lld ms excused, "
-	       "longest held %lld ms\n", p.gaps, (long long)p.excused_ms, (long long)p.longest);
+	printf("gaps_judged_held: a 400 ms gap of %s carriers: %u counted, %lld ms excused, "
+	       "longest held %lld ms\n", busy ? "busy" : "sleeping", p.gaps,
+	       (long long)p.excused_ms, (long long)p.longest);
+	return p;
+}
+
+START_TEST(gaps_judged_held)
+{
+	struct progress p;
+
+	/* Three busy processes sharing one core wait for it about two
+	 * thirds of the time each: together longer than the gap lasts. */
+	p = gap_with_carriers(true);
 	H_EQ(p.gaps, 0);
 	H_ASSERT(p.excused_ms >= 100, "only %lld ms excused", (long long)p.excused_ms);
 	H_ASSERT(p.longest < 300, "held %lld ms", (long long)p.longest);
-
 	/* Asleep, they wait for nothing: the gap is the work's. */
-	start_carriers(pids, SPINNERS, false);
-	progress_start(&p, 0, 300);
-	progress_carriers(&p, pids, SPINNERS);
-	h_sleep_ms(400);
-	H_EQ(progress_note(&p, 1), 0);
-	stop_carriers(pids, SPINNERS);
-	printf("gaps_judged_held: a 400 ms gap of sleeping carriers: %u counted, %lld ms "
-	       "excused, longest held %lld ms\n", p.gaps, (long long)p.excused_ms,
-	       (long long)p.longest);
+	p = gap_with_carriers(false);
 	H_EQ(p.gaps, 1);
 	H_ASSERT(p.longest >= 390, "held %lld ms", (long long)p.longest);
 }
