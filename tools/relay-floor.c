@@ -6,7 +6,7 @@
  *
  *   relay-floor [--path ring|tcp|local|nodes] [--ends POLICY]
  *               [--relays POLICY] [--spin-us 20] [--iters 20000]
- *               [--warmup 1000] [--pin]
+ *               [--warmup 1000] [--pin] [--rate N]
  *
  * Paths (A pings, B echoes; R, RA, RB relay, as sluiced does):
  *   ring   A <-> B over two shared-memory rings (proto/sl_ring.h, the
@@ -26,6 +26,9 @@
  * Defaults: --ends wait --relays yield, sluice's own policy while it spins.
  * --pin: each side on a core of its own, as on two machines (A and R or
  * RA on CPU 0, B and RB on CPU 1).
+ * --rate N (paths ring and local): A streams N messages instead, as many
+ * at a time as its ring has room for (waiting for room by yielding, or
+ * spinning with --ends spin), B takes them; prints messages per second.
  *
  * Prints one line: the path, the policies, the one-way latency (RTT/2)
  * median and 99th percentile in microseconds, and the round trips timed.
@@ -92,7 +95,8 @@ static struct opts {
 	uint64_t spin_ns;
 	uint64_t iters, warmup;
 	bool pin;
-} o = { PATH_NODES, P_WAIT, P_YIELD, 20000, 20000, 1000, false };
+	uint64_t rate;		/* messages to stream; 0: ping-pong */
+} o = { PATH_NODES, P_WAIT, P_YIELD, 20000, 20000, 1000, false, 0 };
 
 static struct shared *shm;
 static int efds[MAX_RINGS];
@@ -283,15 +287,70 @@ static bool is_end(const uint8_t *msg)
 	return v == UINT64_MAX;
 }
 
-/* B: echo until the end. */
+/* B: echo until the end; with --rate, take the stream and echo only its
+ * end, having checked that every message came, in order. */
 static void ponger(struct chan *out, struct chan *in)
 {
 	uint8_t msg[SLOT];
+	uint64_t got = 0, seq;
 
 	do {
 		take_next(&in, 1, o.ends, msg);
+		if (o.rate && !is_end(msg)) {
+			memcpy(&seq, msg, sizeof(seq));
+			if (seq != got)
+				die("message %" PRIu64 " arrived as number %" PRIu64, seq, got);
+			got++;
+			continue;
+		}
+		if (o.rate && got != o.rate)
+			die("%" PRIu64 " of %" PRIu64 " messages arrived", got, o.rate);
 		put(out, msg);
 	} while (!is_end(msg));
+}
+
+/* A with --rate: stream o.rate messages, then the end; prints the rate. */
+static void streamer(struct chan *out, struct chan *in)
+{
+	uint64_t sent = 0, t0 = now_ns(), ns;
+	uint8_t msg[SLOT];
+
+	while (sent < o.rate) {
+		int64_t space = sl_ring_prod_space(&out->r, 1);
+		uint64_t k, i;
+
+		if (space < 0)
+			die("ring corrupt");
+		if (space == 0) {
+			if (o.ends == P_SPIN)
+				sl_cpu_relax();
+			else
+				sched_yield();
+			continue;
+		}
+		k = (uint64_t)space < o.rate - sent ? (uint64_t)space : o.rate - sent;
+		for (i = 0; i < k; i++) {
+			uint64_t seq = sent + i;
+
+			memcpy(sl_ring_prod_slot(&out->r, (uint32_t)i), &seq, sizeof(seq));
+		}
+		sl_ring_prod_commit(&out->r, (uint32_t)k);
+		if (sl_ring_prod_needs_wakeup(&out->r)) {
+			uint64_t one = 1;
+
+			if (write(out->efd, &one, sizeof(one)) != sizeof(one))
+				die("eventfd write: %s", strerror(errno));
+		}
+		sent += k;
+	}
+	memset(msg, 0xff, sizeof(msg));
+	put(out, msg);
+	take_next(&in, 1, o.ends, msg);
+	ns = now_ns() - t0;
+	printf("%s%s ends=%s relays=%s: 8 B stream %.0f msg/s (%" PRIu64 " messages)\n",
+	       path_names[o.path], o.pin ? " pinned" : "", policy_names[o.ends],
+	       o.path == PATH_RING ? "-" : policy_names[o.relays], o.rate * 1e9 / (double)ns,
+	       o.rate);
 }
 
 /* A relay: what comes on in[k] goes out on out[k], until the end passed
@@ -372,7 +431,10 @@ static void run_role(void *arg)
 			out = ring_end(0, true);
 			in = ring_end(1, false);
 		}
-		pinger(&out, &in);
+		if (o.rate)
+			streamer(&out, &in);
+		else
+			pinger(&out, &in);
 		break;
 	case 'b':
 		if (o.path == PATH_TCP) {
@@ -434,7 +496,8 @@ static void usage(FILE *f)
 		"  --relays   how the relays wait (default yield)\n"
 		"  --spin-us  the yield-polling window of wait before sleeping (default 20)\n"
 		"  --iters    round trips timed (default 20000), after --warmup (1000)\n"
-		"  --pin      A's side on CPU 0, B's on CPU 1, as on two machines\n");
+		"  --pin      A's side on CPU 0, B's on CPU 1, as on two machines\n"
+		"  --rate N   stream N messages A to B instead (paths ring and local)\n");
 }
 
 int main(int argc, char **argv)
@@ -447,6 +510,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "pin", no_argument, NULL, 'P' },
+		{ "rate", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -475,11 +539,14 @@ int main(int argc, char **argv)
 		case 'n': parse_opt_u64("--iters", optarg, 1, 100000000, &o.iters); break;
 		case 'w': parse_opt_u64("--warmup", optarg, 0, 100000000, &o.warmup); break;
 		case 'P': o.pin = true; break;
+		case 'R': parse_opt_u64("--rate", optarg, 1, 1000000000, &o.rate); break;
 		case 'h': usage(stdout); return 0;
 		default: return try_help();
 		}
 	}
 	reject_operands(argc, argv);
+	if (o.rate && o.path != PATH_RING && o.path != PATH_LOCAL)
+		bad_usage("--rate: paths ring and local only");
 	shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shm == MAP_FAILED)
 		die("mmap: %s", strerror(errno));
