@@ -281,6 +281,8 @@ void stats_visit_daemon(struct daemon *d, stat_visit_fn fn, void *arg)
 	/* Claimed messages held now (sl_probe(3)); their bytes count in
 	 * unexpected_bytes, the messages not in unexpected. */
 	visit_num(fn, arg, "claimed", claimed);
+	/* The progress engine's spin window now (progress.c, sl_spin.h). */
+	visit_num(fn, arg, "spin_us", (uint64_t)(d->spin_s * 1e6 + 0.5));
 }
 
 void stats_visit_loop(struct daemon *d, stat_visit_fn fn, void *arg)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "client_kit.h"
+#include "daemon.h"	/* DAEMON_SPIN_US_* */
 #include "harness.h"
 #include "raw_client.h"
 #include "sl_barrier.h"
@@ -89,6 +90,8 @@ START_TEST(doorbell_hammer_does_not_starve)
 	int st;
 
 	h_daemon_start(&node, "A", 0, NULL, 0);
+	/* The engine's spin window starts where daemon.h says. */
+	H_EQ(h_daemon_stat(&node, "daemon.spin_us"), DAEMON_SPIN_US_DEFAULT);
 	raw_open(&r, &node, 3101, 4);
 	ring = shared_alloc(sizeof(*ring));
 	hammer = h_fork();
@@ -129,6 +132,11 @@ START_TEST(doorbell_hammer_does_not_starve)
 		 "doorbell in a loop for %d round trips: the hammer did not keep the idle "
 		 "watcher out, so this test tested nothing", S_PHASES * S_PHASE_ROUNDS);
 	H_EQ(h_daemon_stat(&node, "daemon.passless_iterations_max"), 0);
+	/* Learnt through all that, it stayed within its bounds. */
+	before = h_daemon_stat(&node, "daemon.spin_us");
+	H_ASSERT(before >= DAEMON_SPIN_US_MIN && before <= DAEMON_SPIN_US_MAX,
+		 "daemon.spin_us %llu, bounds %d..%d", (unsigned long long)before,
+		 DAEMON_SPIN_US_MIN, DAEMON_SPIN_US_MAX);
 	H_EQ(kill(hammer, SIGKILL), 0);
 	H_EQ(waitpid(hammer, &st, 0), hammer);
 	shared_free((void *)ring, sizeof(*ring));

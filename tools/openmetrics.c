@@ -179,6 +179,8 @@ static const struct om_family families[] = {
 	  "Unmaps of the release thread that failed."),
 	G("daemon", "claimed", "daemon_claimed_messages",
 	  "Claimed messages held now, over all queues; their bytes count in daemon_unexpected_bytes."),
+	{ "daemon", "spin_us", "daemon_spin_seconds", OM_GAUGE, "seconds", 1000000,
+	  "The progress engine's spin window now: learnt from its waits, or fixed by --spin-us." },
 	/* counters.completions: the status in a label */
 	C("completions", "*", "completions",
 	  "Completions written, by status (the words of sl_strerror: ok, nak_busy, "
