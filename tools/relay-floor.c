@@ -53,10 +53,10 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include "common.h"
 #include "sl_ring.h"
+#include "tcp_common.h"
 
 #define PROG "relay-floor"
 #define SLOT 64u		/* bytes per ring entry and per TCP frame */
@@ -124,18 +124,6 @@ static struct chan sock_chan(int fd)
 	return (struct chan){ .efd = -1, .sock = fd };
 }
 
-static void read_full(int fd, uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = recv(fd, p, n, 0);
-
-		if (k <= 0)
-			die("recv: %s", k ? strerror(errno) : "peer closed");
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 /* Take one message from @c into @msg if there is one: true if taken. */
 static bool try_take(struct chan *c, uint8_t *msg)
 {
@@ -146,8 +134,8 @@ static bool try_take(struct chan *c, uint8_t *msg)
 			return false;
 		if (k <= 0)
 			die("recv: %s", k ? strerror(errno) : "peer closed");
-		if ((size_t)k < SLOT)
-			read_full(c->sock, msg + k, SLOT - (size_t)k);
+		if ((size_t)k < SLOT && tcp_read_full(c->sock, msg + k, SLOT - (size_t)k, false) != 1)
+			die("recv: %s", strerror(errno));
 		return true;
 	} else {
 		int64_t n = sl_ring_cons_avail(&c->r);
@@ -165,10 +153,8 @@ static bool try_take(struct chan *c, uint8_t *msg)
 static void put(struct chan *c, const uint8_t *msg)
 {
 	if (c->sock >= 0) {
-		ssize_t k = send(c->sock, msg, SLOT, MSG_NOSIGNAL);
-
-		if (k != (ssize_t)SLOT)
-			die("send: %s", k < 0 ? strerror(errno) : "short");
+		if (tcp_write_full(c->sock, msg, SLOT, false) != 0)
+			die("send: %s", strerror(errno));
 		return;
 	}
 	while (sl_ring_prod_space(&c->r, 1) <= 0)
@@ -183,9 +169,9 @@ static void put(struct chan *c, const uint8_t *msg)
 	}
 }
 
-/* Sleep until one of @in has something (the wake-up handshake for rings);
- * false if one had it already. */
-static bool sleep_on(struct chan **in, unsigned n)
+/* Sleep until one of @in has something (the wake-up handshake for rings;
+ * no sleep if one had it already). */
+static void sleep_on(struct chan **in, unsigned n)
 {
 	struct pollfd pfd[MAX_INPUTS];
 	unsigned i;
@@ -213,7 +199,6 @@ static bool sleep_on(struct chan **in, unsigned n)
 				die("eventfd read: %s", strerror(errno));
 		}
 	}
-	return !ready;
 }
 
 /* The index of the input of @in that gave a message into @msg. */
@@ -370,25 +355,21 @@ static void relay(struct chan *in0, struct chan *out0, struct chan *in1, struct 
 	}
 }
 
+/* Both ends of one loopback TCP connection, TCP_NODELAY (tcp_common.h). */
 static void tcp_pair(int *a, int *b)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+	char port[8];
+	int l = tcp_listen("127.0.0.1", "0");
 
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(l, 1) != 0 ||
-	    getsockname(l, (struct sockaddr *)&sa, &len) != 0)
-		die("listen: %s", strerror(errno));
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	if (*a < 0 || connect(*a, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-		die("connect: %s", strerror(errno));
-	*b = accept(l, NULL, NULL);
-	if (*b < 0)
-		die("accept: %s", strerror(errno));
-	close(l);
-	if (setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
-	    setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
-		die("TCP_NODELAY: %s", strerror(errno));
+	if (getsockname(l, (struct sockaddr *)&sa, &len) != 0)
+		die("getsockname: %s", strerror(errno));
+	snprintf(port, sizeof(port), "%u", (unsigned)ntohs(sa.sin_port));
+	*a = tcp_connect("127.0.0.1", port);
+	*b = tcp_accept_one(l);
+	tcp_set_opts(*a, false);
+	tcp_set_opts(*b, false);
 }
 
 /* Rings: 0 A->R (or A->B), 1 R->A (or B->A), 2 R->B, 3 B->R. */
