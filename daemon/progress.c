@@ -207,6 +207,7 @@ static void starvation_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
 	struct daemon *d = w->data;
 	unsigned work;
+	ev_tstamp now;
 
 	(void)loop;
 	(void)revents;
@@ -223,9 +224,10 @@ static void starvation_cb(struct ev_loop *loop, ev_check *w, int revents)
 	d->starved = 0;
 	d->ctr.guard_passes++;
 	work = run_passes(d);
-	spin_note(d, work, ev_time());
+	now = ev_time();
+	spin_note(d, work, now);
 	if (work)
-		d->last_work = ev_time();
+		d->last_work = now;
 	else
 		sched_yield();	/* as in progress_cb: the clients need the core */
 }
